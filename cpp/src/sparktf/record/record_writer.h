@@ -1,0 +1,52 @@
+// TFRecord writing (format: docs/formats/tfrecord.md). Output is what
+// tf.io.TFRecordWriter writes for the same records and compression (compressed
+// bytes may differ; the decompressed stream is identical).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "sparktf/common/io.h"
+#include "sparktf/record/compression.h"
+
+namespace sparktf {
+
+struct RecordWriterOptions {
+  Compression compression = Compression::kNone;
+  int compression_level = -1;  // zlib 0..9, -1 = zlib's default
+  size_t buffer_size = 1 << 20;
+};
+
+// Not thread-safe. Close() must be called; the destructor does not flush.
+class RecordWriter {
+ public:
+  static Result<std::unique_ptr<RecordWriter>> Open(const std::string& path,
+                                                    const RecordWriterOptions& options = {});
+  static Result<std::unique_ptr<RecordWriter>> Make(std::unique_ptr<OutputStream> raw,
+                                                    const RecordWriterOptions& options = {});
+  RecordWriter(const RecordWriter&) = delete;
+  RecordWriter& operator=(const RecordWriter&) = delete;
+
+  Status Write(std::string_view record);
+  // Pushes everything written so far to the file (a reader then sees it).
+  Status Flush();
+  Status Close();
+  uint64_t records_written() const { return records_; }
+
+ private:
+  RecordWriter(std::unique_ptr<OutputStream> out, size_t buffer_size);
+  Status Drain();
+
+  std::unique_ptr<OutputStream> out_;
+  std::string buf_;
+  size_t buffer_size_;
+  uint64_t records_ = 0;
+  bool closed_ = false;
+};
+
+// Appends one framed record (header, data, footer) to *out.
+void AppendFramedRecord(std::string_view record, std::string* out);
+
+}  // namespace sparktf
