@@ -1,0 +1,41 @@
+// Shared by the binding files: one init function per area, and the bridge
+// from core Status to the typed exceptions of sparktf.errors.
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+#include <exception>
+#include <string>
+
+#include "sparktf/common/result.h"
+
+namespace sparktf::python {
+
+namespace nb = nanobind;
+
+// Carries a non-OK Status across the C++ -> Python boundary; the translator
+// registered by InitErrors raises sparktf.errors.<CodeName>(message).
+class StatusError : public std::exception {
+ public:
+  explicit StatusError(Status status) : status_(std::move(status)) {}
+  const char* what() const noexcept override { return status_.message().c_str(); }
+  const Status& status() const { return status_; }
+
+ private:
+  Status status_;
+};
+
+inline void ThrowIfError(const Status& st) {
+  if (!st.ok()) throw StatusError(st);
+}
+
+template <typename T>
+T ValueOrThrow(Result<T> r) {
+  if (!r.ok()) throw StatusError(r.status());
+  return std::move(r).ValueOrDie();
+}
+
+void InitErrors(nb::module_& m);
+void InitRecords(nb::module_& m);
+
+}  // namespace sparktf::python

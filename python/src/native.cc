@@ -1,0 +1,7 @@
+#include "bindings.h"
+
+NB_MODULE(_native, m) {
+  m.doc() = "sparktf native core (internal: use the sparktf package)";
+  sparktf::python::InitErrors(m);
+  sparktf::python::InitRecords(m);
+}
