@@ -1,0 +1,56 @@
+"""The extension shares a process with TensorFlow: it must link no
+protobuf/gRPC/abseil and export nothing but its init symbol."""
+
+import glob
+import os
+import subprocess
+import sys
+
+import sparktf
+
+NATIVE = glob.glob(os.path.join(os.path.dirname(sparktf.__file__), "_native*.so"))[0]
+
+USE_BOTH = """
+import {first}, {second}
+import tensorflow as tf
+from sparktf import records as r
+ex = tf.train.Example(features=tf.train.Features(feature={{
+    'x': tf.train.Feature(int64_list=tf.train.Int64List(value=[1, 2, 3]))}}))
+assert r.encode_example({{'x': [1, 2, 3]}}) == ex.SerializeToString()
+assert r.decode_example(ex.SerializeToString())['x'].tolist() == [1, 2, 3]
+assert float(tf.reduce_sum(tf.constant([1.0, 2.0]))) == 3.0
+print('ok')
+"""
+
+
+def run(code):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=300)
+
+
+def test_tensorflow_then_sparktf():
+    p = run(USE_BOTH.format(first="tensorflow", second="sparktf._native"))
+    assert p.returncode == 0 and p.stdout.strip().endswith("ok"), p.stderr[-2000:]
+
+
+def test_sparktf_then_tensorflow():
+    p = run(USE_BOTH.format(first="sparktf._native", second="tensorflow"))
+    assert p.returncode == 0 and p.stdout.strip().endswith("ok"), p.stderr[-2000:]
+
+
+def test_exports_only_init_symbol():
+    out = subprocess.run(["nm", "-D", "--defined-only", NATIVE], capture_output=True,
+                         text=True, check=True).stdout
+    symbols = [line.split()[-1] for line in out.splitlines() if line.strip()]
+    assert symbols == ["PyInit__native"]
+
+
+def test_links_no_protobuf_grpc_or_abseil():
+    out = subprocess.run(["ldd", NATIVE], capture_output=True, text=True, check=True).stdout
+    for lib in ("protobuf", "grpc", "absl"):
+        assert lib not in out, out
+    undefined = subprocess.run(["nm", "-D", "--undefined-only", NATIVE], capture_output=True,
+                               text=True, check=True).stdout
+    for marker in ("google8protobuf", "absl", "grpc"):
+        assert marker not in undefined
