@@ -63,19 +63,12 @@ Paths = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]
 
 
 def list_files(paths: Paths) -> list[str]:
-    """Expands directories (sorted, skipping hidden files, ``_SUCCESS`` and
-    ``_temporary``) and keeps files as given."""
+    """Expands directories to their files in name order, skipping hidden and
+    bookkeeping entries (``.*``, ``_SUCCESS``, ``_temporary``); keeps files as
+    given. A missing path raises :class:`sparktf.errors.NotFound`."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    out: list[str] = []
-    for p in map(os.fspath, paths):
-        if os.path.isdir(p):
-            out.extend(
-                os.path.join(p, name) for name in sorted(os.listdir(p))
-                if not name.startswith((".", "_")) and os.path.isfile(os.path.join(p, name)))
-        else:
-            out.append(p)
-    return out
+    return _native.list_files([os.fspath(p) for p in paths])
 
 
 class TFRecordWriter:

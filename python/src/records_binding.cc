@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "bindings.h"
+#include "sparktf/common/files.h"
 #include "sparktf/record/columnar.h"
 #include "sparktf/record/example.h"
 #include "sparktf/record/record_reader.h"
@@ -456,6 +457,10 @@ void InitRecords(nb::module_& m) {
       .def("read_batch", &PyRecordReader::ReadBatch, nb::arg("n"))
       .def_prop_ro("offset", &PyRecordReader::offset)
       .def("stats", &PyRecordReader::stats);
+
+  m.def("list_files", [](const std::vector<std::string>& paths) {
+    return ValueOrThrow(ExpandPaths(paths));
+  }, nb::arg("paths"));
 
   m.def("record_index", [](const std::string& path, const std::optional<std::string>& c) {
     Compression kind = CompressionFor(path, c);
