@@ -13,6 +13,7 @@
 #include "bindings.h"
 #include "sparktf/common/files.h"
 #include "sparktf/record/columnar.h"
+#include "sparktf/record/columnar_encoder.h"
 #include "sparktf/record/example.h"
 #include "sparktf/record/record_reader.h"
 #include "sparktf/record/record_writer.h"
@@ -362,6 +363,43 @@ void ForEachRecord(const std::vector<std::string>& paths,
   }
 }
 
+// A read-only view of a Python buffer (numpy array, bytes, Arrow buffer) whose
+// items must have `itemsize` bytes. Empty when the object is None.
+class BufferView {
+ public:
+  BufferView(nb::handle obj, size_t itemsize, const char* what) {
+    if (obj.is_none()) return;
+    if (PyObject_GetBuffer(obj.ptr(), &view_, PyBUF_C_CONTIGUOUS) != 0) {
+      PyErr_Clear();
+      throw StatusError(Status::InvalidArgument(std::string(what) +
+                                                ": expected a contiguous buffer"));
+    }
+    held_ = true;
+    if (itemsize != 1 && static_cast<size_t>(view_.len) % itemsize != 0) {
+      throw StatusError(Status::InvalidArgument(std::string(what) + ": buffer size " +
+                                                std::to_string(view_.len) +
+                                                " is not a multiple of " +
+                                                std::to_string(itemsize)));
+    }
+    count_ = static_cast<size_t>(view_.len) / itemsize;
+  }
+  ~BufferView() {
+    if (held_) PyBuffer_Release(&view_);
+  }
+  BufferView(const BufferView&) = delete;
+  BufferView& operator=(const BufferView&) = delete;
+  template <typename T>
+  const T* as() const {
+    return held_ ? static_cast<const T*>(view_.buf) : nullptr;
+  }
+  size_t count() const { return count_; }
+
+ private:
+  Py_buffer view_{};
+  bool held_ = false;
+  size_t count_ = 0;
+};
+
 // ---- classes -----------------------------------------------------------------
 
 class PyRecordWriter {
@@ -376,6 +414,59 @@ class PyRecordWriter {
   void Write(nb::handle record) { ThrowIfError(Live()->Write(BytesView(record))); }
   void WriteMany(nb::handle records) {
     for (nb::handle r : records) ThrowIfError(Live()->Write(BytesView(r)));
+  }
+  // columns: (name, kind, values, bytes_data, bytes_offsets, row_offsets, valid)
+  // tuples of buffers (see InputColumn); encodes num_rows Examples and writes
+  // them. Returns the number written.
+  size_t WriteColumns(nb::handle columns, size_t num_rows) {
+    std::vector<std::unique_ptr<BufferView>> views;
+    std::vector<InputColumn> cols;
+    for (nb::handle t : columns) {
+      InputColumn c;
+      c.name = nb::cast<std::string>(t[0]);
+      std::string kind = nb::cast<std::string>(t[1]);
+      auto k = KindFromName(kind);
+      if (!k) throw StatusError(Status::InvalidArgument("column '" + c.name +
+                                                        "': unknown kind " + kind));
+      c.kind = *k;
+      const std::string what = "column '" + c.name + "'";
+      auto view = [&](nb::handle obj, size_t itemsize) -> const BufferView& {
+        views.push_back(std::make_unique<BufferView>(obj, itemsize, what.c_str()));
+        return *views.back();
+      };
+      if (c.kind == FeatureKind::kBytes) {
+        c.bytes_data = view(t[3], 1).as<char>();
+        const BufferView& offs = view(t[4], 8);
+        c.bytes_offsets = offs.as<int64_t>();
+        c.num_values = offs.count() ? offs.count() - 1 : 0;
+        if (!c.bytes_data && c.num_values) c.bytes_data = "";
+      } else {
+        const BufferView& vals = view(t[2], c.kind == FeatureKind::kFloat ? 4 : 8);
+        c.floats = vals.as<float>();
+        c.ints = vals.as<int64_t>();
+        c.num_values = vals.count();
+      }
+      const BufferView& rows = view(t[5], 8);
+      c.row_offsets = rows.as<int64_t>();
+      if (c.row_offsets && rows.count() != num_rows + 1) {
+        throw StatusError(Status::InvalidArgument(what + ": row offsets need num_rows + 1 "
+                                                  "entries"));
+      }
+      const BufferView& valid = view(t[6], 1);
+      c.valid = valid.as<uint8_t>();
+      if (c.valid && valid.count() < num_rows) {
+        throw StatusError(Status::InvalidArgument(what + ": validity shorter than rows"));
+      }
+      cols.push_back(std::move(c));
+    }
+    RecordWriter* w = Live();
+    Status st;
+    {
+      nb::gil_scoped_release release;
+      st = EncodeColumns(cols, num_rows, [w](std::string_view rec) { return w->Write(rec); });
+    }
+    ThrowIfError(st);
+    return num_rows;
   }
   void Flush() { ThrowIfError(Live()->Flush()); }
   void Close() {
@@ -443,6 +534,8 @@ void InitRecords(nb::module_& m) {
            nb::arg("path"), nb::arg("compression") = nb::none(), nb::arg("level") = -1)
       .def("write", &PyRecordWriter::Write)
       .def("write_many", &PyRecordWriter::WriteMany)
+      .def("write_columns", &PyRecordWriter::WriteColumns, nb::arg("columns"),
+           nb::arg("num_rows"))
       .def("flush", &PyRecordWriter::Flush)
       .def("close", &PyRecordWriter::Close)
       .def_prop_ro("records_written", &PyRecordWriter::records_written);

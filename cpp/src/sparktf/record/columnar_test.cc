@@ -1,4 +1,5 @@
 #include "sparktf/record/columnar.h"
+#include "sparktf/record/columnar_encoder.h"
 
 #include <gtest/gtest.h>
 
@@ -159,6 +160,63 @@ TEST(SchemaInferrerTest, ConflictingKindsAreAnError) {
   auto schema = inf.Schema();
   EXPECT_EQ(schema.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(schema.status().message().find("'x'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sparktf
+
+namespace sparktf {
+namespace {
+
+TEST(ColumnarEncoderTest, EncodesLikeEncodeExampleAndSkipsNulls) {
+  const std::vector<int64_t> ids = {5, 6, 7};
+  const std::vector<float> vec = {1, 2, 3};
+  const std::vector<int64_t> vec_rows = {0, 2, 2, 3};
+  const std::string words = "abcde";
+  const std::vector<int64_t> word_offsets = {0, 2, 5};
+  const std::vector<uint8_t> word_valid = {1, 0, 1};
+  std::vector<InputColumn> cols(3);
+  cols[0] = {"words", FeatureKind::kBytes, nullptr, nullptr, words.data(), word_offsets.data(),
+             3, nullptr, word_valid.data()};
+  cols[0].num_values = 2;  // rows 0 and 2 use values 0, 1 by row offsets below
+  static const std::vector<int64_t> word_rows = {0, 1, 1, 2};
+  cols[0].row_offsets = word_rows.data();
+  cols[1] = {"id", FeatureKind::kInt64, nullptr, ids.data(), nullptr, nullptr, 3, nullptr,
+             nullptr};
+  cols[2] = {"vec", FeatureKind::kFloat, vec.data(), nullptr, nullptr, nullptr, 3,
+             vec_rows.data(), nullptr};
+  std::vector<std::string> got;
+  ASSERT_TRUE(EncodeColumns(cols, 3, [&](std::string_view s) {
+                got.emplace_back(s);
+                return Status::OK();
+              }).ok());
+  ASSERT_EQ(got.size(), 3u);
+  Example e0, e1;
+  e0.features["id"] = Ints({5});
+  e0.features["vec"] = Floats({1, 2});
+  e0.features["words"] = Bytes({"ab"});
+  e1.features["id"] = Ints({6});
+  e1.features["vec"] = Floats({});
+  std::string want0, want1;
+  EncodeExample(e0, &want0);
+  EncodeExample(e1, &want1);
+  EXPECT_EQ(got[0], want0);
+  EXPECT_EQ(got[1], want1);  // null words left out, empty vec kept
+}
+
+TEST(ColumnarEncoderTest, RejectsBadOffsets) {
+  const std::vector<int64_t> ids = {1, 2};
+  const std::vector<int64_t> rows = {0, 3, 2};
+  InputColumn c{"x", FeatureKind::kInt64, nullptr, ids.data(), nullptr, nullptr, 2,
+                rows.data(), nullptr};
+  Status st = EncodeColumns({c}, 2, [](std::string_view) { return Status::OK(); });
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("row offsets out of range at row 0"), std::string::npos);
+  InputColumn short_col{"y", FeatureKind::kInt64, nullptr, ids.data(), nullptr, nullptr, 1,
+                        nullptr, nullptr};
+  EXPECT_FALSE(EncodeColumns({short_col}, 2, [](std::string_view) {
+                 return Status::OK();
+               }).ok());
 }
 
 }  // namespace

@@ -94,12 +94,12 @@ void PutFeature(const Feature& f, std::string* out) {
   }
 }
 
-size_t EntrySize(const std::string& key, size_t value_size) {
+size_t EntrySize(std::string_view key, size_t value_size) {
   return 1 + VarintSize(key.size()) + key.size() + 1 + VarintSize(value_size) + value_size;
 }
 
 // Writes one map entry: key (field 1) and value (field 2), always both.
-void PutEntryHeader(const std::string& key, size_t value_size, std::string* out) {
+void PutEntryHeader(std::string_view key, size_t value_size, std::string* out) {
   out->push_back(static_cast<char>(MakeTag(1, wire::kLen)));
   PutVarint(EntrySize(key, value_size), out);
   out->push_back(static_cast<char>(MakeTag(1, wire::kLen)));
@@ -162,6 +162,20 @@ void EncodeExample(const Example& example, std::string* out) {
   out->push_back(static_cast<char>(MakeTag(1, wire::kLen)));
   PutVarint(FeaturesSize(example.features), out);
   PutFeatures(example.features, out);
+}
+
+void EncodeSortedFeatures(const std::vector<NamedFeature>& features, std::string* out) {
+  size_t total = 0;
+  for (const auto& nf : features) {
+    const size_t e = EntrySize(nf.name, FeatureSize(*nf.feature));
+    total += 1 + VarintSize(e) + e;
+  }
+  out->push_back(static_cast<char>(MakeTag(1, wire::kLen)));
+  PutVarint(total, out);
+  for (const auto& nf : features) {
+    PutEntryHeader(nf.name, FeatureSize(*nf.feature), out);
+    PutFeature(*nf.feature, out);
+  }
 }
 
 void EncodeSequenceExample(const SequenceExample& example, std::string* out) {

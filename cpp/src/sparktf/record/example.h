@@ -47,6 +47,15 @@ struct SequenceExample {
 };
 
 void EncodeExample(const Example& example, std::string* out);
+
+// A feature by reference, for encoding without building a FeatureMap.
+struct NamedFeature {
+  std::string_view name;
+  const Feature* feature;
+};
+// Appends the Example holding `features`, which must be sorted by name and
+// unique (EncodeExample's output for the equivalent map).
+void EncodeSortedFeatures(const std::vector<NamedFeature>& features, std::string* out);
 void EncodeSequenceExample(const SequenceExample& example, std::string* out);
 
 Status DecodeExample(std::string_view data, Example* example);

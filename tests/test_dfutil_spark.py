@@ -1,0 +1,120 @@
+"""dfutil on a real multi-executor Spark (local-cluster: separate executor JVMs
+and Python workers), round trips and what TensorFlow sees."""
+
+import math
+import os
+
+import numpy as np
+import pytest
+from pyspark.sql import Row
+from pyspark.sql import types as T
+
+from sparktf import dfutil, errors
+from sparktf import records as r
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = T.StructType([
+    T.StructField("id", T.LongType()),
+    T.StructField("x", T.DoubleType()),
+    T.StructField("f", T.FloatType()),
+    T.StructField("flag", T.BooleanType()),
+    T.StructField("small", T.IntegerType()),
+    T.StructField("name", T.StringType()),
+    T.StructField("raw", T.BinaryType()),
+    T.StructField("vec", T.ArrayType(T.DoubleType())),
+    T.StructField("tags", T.ArrayType(T.StringType())),
+    T.StructField("ints", T.ArrayType(T.LongType())),
+])
+
+
+def make_rows(n):
+    rows = []
+    for i in range(n):
+        rows.append(Row(
+            id=i, x=i / 3.0 if i % 7 else None, f=float(i) * 0.5, flag=bool(i % 2),
+            small=-i, name=f"name-{i}é" if i % 5 else None,
+            raw=bytes([i % 256, 0, 255]) if i % 3 else None,
+            vec=[float(i), -1.0] if i % 4 else ([] if i % 8 else None),
+            tags=["a"] * (i % 3), ints=list(range(i % 5))))
+    return rows
+
+
+@pytest.fixture(scope="module")
+def df(spark):
+    return spark.createDataFrame(make_rows(200), SCHEMA).repartition(3)
+
+
+def test_executors_are_separate_processes(spark):
+    pids = spark.sparkContext.parallelize(range(8), 8).map(lambda _: os.getpid()).distinct()
+    assert len(pids.collect()) >= 2
+    assert spark.sparkContext.master.startswith("local-cluster")
+
+
+@pytest.mark.parametrize("compression", [None, "GZIP"])
+def test_round_trip_with_inferred_schema(spark, df, tmp_path, compression):
+    out = str(tmp_path / "tfr")
+    n = dfutil.saveAsTFRecords(df, out, compression=compression)
+    assert n == 200
+    files = sorted(os.listdir(out))
+    suffix = ".tfrecord.gz" if compression else ".tfrecord"
+    assert files == ["_SUCCESS"] + [f"part-r-0000{i}{suffix}" for i in range(3)]
+    back = dfutil.loadTFRecords(spark, out, binary_features=["raw"])
+    types = {f.name: f.dataType for f in back.schema.fields}
+    assert types["id"] == T.LongType() and types["x"] == T.FloatType()
+    assert types["flag"] == T.LongType() and types["small"] == T.LongType()
+    assert types["name"] == T.StringType() and types["raw"] == T.BinaryType()
+    assert types["vec"] == T.ArrayType(T.FloatType(), False)
+    assert types["tags"] == T.ArrayType(T.StringType(), False)
+    got = {row["id"]: row for row in back.collect()}
+    assert len(got) == 200
+    for want in make_rows(200):
+        g = got[want.id]
+        assert (g["x"] is None) == (want.x is None)
+        if want.x is not None:
+            assert math.isclose(g["x"], want.x, rel_tol=1e-6)
+        assert g["f"] == want.f and g["flag"] == int(want.flag) and g["small"] == want.small
+        assert g["name"] == want.name and g["raw"] == (bytearray(want.raw) if want.raw else None)
+        assert g["vec"] == want.vec  # None stays None, [] stays []
+        assert g["tags"] == want.tags and g["ints"] == want.ints
+
+
+def test_num_shards_and_explicit_schema(spark, df, tmp_path):
+    out = str(tmp_path / "sharded")
+    dfutil.saveAsTFRecords(df, out, num_shards=5, compression="ZLIB")
+    files = [f for f in os.listdir(out) if f.startswith("part-")]
+    assert len(files) == 5
+    assert r.count_records(out) == 200
+    back = dfutil.loadTFRecords(spark, out, schema="id long, ints array<long>, name string")
+    assert back.count() == 200
+    row = back.where("id = 7").collect()[0]
+    assert row["ints"] == [0, 1] and row["name"] == "name-7é"
+
+
+def test_tensorflow_reads_what_spark_wrote(df, tmp_path):
+    import tensorflow as tf
+
+    out = str(tmp_path / "tfread")
+    dfutil.saveAsTFRecords(df, out, num_shards=2)
+    ds = tf.data.TFRecordDataset(r.list_files(out)).batch(500)
+    parsed = tf.io.parse_example(next(iter(ds)), {
+        "id": tf.io.FixedLenFeature([], tf.int64),
+        "f": tf.io.FixedLenFeature([], tf.float32),
+        "ints": tf.io.RaggedFeature(tf.int64)})
+    ids = parsed["id"].numpy()
+    assert sorted(ids.tolist()) == list(range(200))
+    assert np.allclose(parsed["f"].numpy(), ids * 0.5)
+    assert [len(x) for x in parsed["ints"].to_list()] == [i % 5 for i in ids]
+
+
+def test_unsupported_and_bad_input(spark, tmp_path):
+    nested = spark.createDataFrame([([[1, 2]],)], "a array<array<long>>")
+    with pytest.raises(Exception, match="nested arrays are not supported"):
+        dfutil.saveAsTFRecords(nested, str(tmp_path / "n"))
+    null_elems = spark.createDataFrame([([1.0, None],)], "a array<double>")
+    with pytest.raises(Exception, match="null elements"):
+        dfutil.saveAsTFRecords(null_elems, str(tmp_path / "e"))
+    with pytest.raises(errors.NotFound):
+        dfutil.loadTFRecords(spark, str(tmp_path / "missing"))
+    with pytest.raises(errors.InvalidArgument, match="compression"):
+        dfutil.saveAsTFRecords(nested, str(tmp_path / "c"), compression="LZO")
