@@ -264,6 +264,7 @@ Status AppendFloats(std::string_view list, std::vector<float>* out) {
       if (!r.ReadLengthDelimited(&packed) || packed.size() % 4 != 0) {
         return Malformed("bad packed FloatList");
       }
+      if (packed.empty()) continue;  // memcpy must not see a null pointer
       const size_t old = out->size();
       out->resize(old + packed.size() / 4);
       std::memcpy(out->data() + old, packed.data(), packed.size());

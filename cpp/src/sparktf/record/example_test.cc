@@ -125,6 +125,17 @@ TEST(ExampleTest, DecodesUnpackedLists) {
   EXPECT_EQ(floats, (std::vector<float>{1.0f, 2.0f}));
 }
 
+// Found by example_fuzz: an empty packed FloatList (field present, length 0).
+TEST(ExampleTest, EmptyPackedFloatListDecodesToNothing) {
+  FeatureKind kind;
+  std::vector<float> floats;
+  std::vector<int64_t> ints;
+  example_internal::FeatureSinks sinks{&floats, &ints, nullptr, nullptr};
+  ASSERT_TRUE(example_internal::DecodeFeatureInto(Unhex("12020a00"), &kind, sinks).ok());
+  EXPECT_EQ(kind, FeatureKind::kFloat);
+  EXPECT_TRUE(floats.empty());
+}
+
 TEST(ExampleTest, LastOneofMemberWinsAndRepeatsMerge) {
   // int64_list{1}, float_list{2.0}, int64_list{3}, int64_list{4}  ->  int64 [3, 4]
   std::string feat = Unhex("1a020801") + Unhex("1206") + Unhex("0a0400000040") +

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Sets up everything sparktf needs on a fresh Debian 12 machine, idempotently:
+# Debian packages (apt-get), the virtual environment .venv with pinned PyPI
+# packages (requirements.txt), and sparktf itself (C++ core, CLI and the
+# _native extension) built into .venv. Safe to run again; skips what is done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(g++ cmake ninja-build make pkg-config binutils zlib1g-dev libgtest-dev
+  nlohmann-json3-dev libcli11-dev libcsv-dev clang libclang-rt-14-dev libfuzzer-14-dev
+  python3-venv procps)
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" \
+    || missing+=("$pkg")
+done
+command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+if ((${#missing[@]})); then
+  echo "bootstrap: installing Debian packages: ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+PYTHON="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  echo "bootstrap: creating .venv with $($PYTHON --version)"
+  "$PYTHON" -m venv .venv
+fi
+stamp=.venv/.requirements.sha256
+want=$(sha256sum requirements.txt | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "bootstrap: installing pinned Python packages (requirements.txt)"
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -r requirements.txt
+  echo "$want" > "$stamp"
+fi
+
+echo "bootstrap: building and installing sparktf into .venv"
+.venv/bin/python -m pip install -q --no-build-isolation --no-deps .
+.venv/bin/sparktf --help >/dev/null

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (CMake preset "fuzz": clang, ASan+UBSan) and runs
+# each for SECONDS (default 60) from a seed corpus of valid files. Crashes are
+# written to build/fuzz/crashes/ and fail the script.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:-60}"
+cmake --preset fuzz >/dev/null
+cmake --build --preset fuzz
+corpus=build/fuzz/corpus
+crashes=build/fuzz/crashes
+mkdir -p "$corpus/record_reader_fuzz" "$corpus/example_fuzz" "$crashes"
+.venv/bin/python - "$corpus" <<'PY'
+import os, sys, zlib, gzip
+from sparktf import records as r
+corpus = sys.argv[1]
+ex = [r.encode_example({"a": [1, -2], "b": [0.5, 1.5], "c": [b"x", b""], "d": 3}),
+      r.encode_example({"a": ("int64", []), "c": "text"}),
+      r.encode_sequence_example({"id": b"s"}, {"t": [[1], [2, 3]]})]
+for i, e in enumerate(ex):
+    open(os.path.join(corpus, "example_fuzz", f"seed{i}"), "wb").write(e)
+path = os.path.join(corpus, "tmp.tfrecord")
+with r.TFRecordWriter(path, "") as w:
+    for e in ex:
+        w.write(e)
+plain = open(path, "rb").read()
+os.unlink(path)
+seeds = {"plain": b"\x00" + plain, "gzip": b"\x01" + gzip.compress(plain),
+         "zlib": b"\x02" + zlib.compress(plain), "skip": b"\x04" + plain[:-3] + b"junk"}
+for name, data in seeds.items():
+    open(os.path.join(corpus, "record_reader_fuzz", name), "wb").write(data)
+PY
+status=0
+for target in record_reader_fuzz example_fuzz; do
+  echo "fuzz: $target for ${seconds}s"
+  if ! build/fuzz/cpp/$target "$corpus/$target" -max_total_time="$seconds" \
+       -rss_limit_mb=2048 -max_len=65536 -artifact_prefix="$crashes/$target-" \
+       -print_final_stats=1 2>build/fuzz/$target.log; then
+    echo "fuzz: $target FAILED; see build/fuzz/$target.log and $crashes" >&2
+    tail -30 build/fuzz/$target.log >&2
+    status=1
+  else
+    grep -E "stat::number_of_executed_units|Done" build/fuzz/$target.log | tail -2
+  fi
+done
+exit $status

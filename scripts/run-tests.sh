@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Sets everything up, then runs every test: the C++ suite (CTest/GoogleTest)
+# built plain, with AddressSanitizer and with UndefinedBehaviorSanitizer, a
+# short libFuzzer run of each fuzz target, and the pytest suite (TensorFlow and
+# a local-cluster Spark included). Exits non-zero if anything fails or if a
+# runner executed no test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/bootstrap.sh
+
+for preset in debug asan ubsan; do
+  echo "== C++ tests: $preset"
+  cmake --preset "$preset" >/dev/null
+  cmake --build --preset "$preset"
+  ctest --preset "$preset" --no-tests=error -j2
+done
+
+echo "== fuzz smoke run"
+bash scripts/fuzz.sh "${SPARKTF_FUZZ_SECONDS:-20}"
+
+echo "== Python tests"
+# pytest exits 5 when it collected no test, which fails this script too.
+.venv/bin/python -m pytest tests -q -p no:cacheprovider --timeout=600 "$@"
