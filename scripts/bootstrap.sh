@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(g++ cmake ninja-build make pkg-config binutils zlib1g-dev libgtest-dev
   nlohmann-json3-dev libcli11-dev libcsv-dev clang libclang-rt-14-dev libfuzzer-14-dev
-  python3-venv procps)
+  procps)
+PYTHON="${PYTHON:-python3}"
+
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
@@ -16,6 +18,8 @@ for pkg in "${APT_PACKAGES[@]}"; do
     || missing+=("$pkg")
 done
 command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+command -v "$PYTHON" >/dev/null 2>&1 || missing+=(python3)
+"$PYTHON" -c "import venv, ensurepip" >/dev/null 2>&1 || missing+=(python3-venv)
 if ((${#missing[@]})); then
   echo "bootstrap: installing Debian packages: ${missing[*]}"
   SUDO=""
@@ -24,7 +28,6 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-PYTHON="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then
   echo "bootstrap: creating .venv with $($PYTHON --version)"
   "$PYTHON" -m venv .venv

@@ -8,7 +8,8 @@ void InitErrors(nb::module_& m) {
       std::rethrow_exception(p);
     } catch (const StatusError& e) {
       nb::object errors = nb::module_::import_("sparktf.errors");
-      nb::object cls = errors.attr("exception_class")(static_cast<int>(e.status().code()));
+      nb::object cls =
+          errors.attr("exception_class")(static_cast<int>(e.status().code()));
       PyErr_SetString(cls.ptr(), e.status().message().c_str());
     }
   });

@@ -67,7 +67,8 @@ void AppendScalar(nb::handle v, const std::string& name, Feature* f) {
     int overflow = 0;
     long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
     if (overflow != 0) {
-      throw StatusError(BadValue(name, nb::repr(v).c_str() + std::string(" does not fit int64")));
+      throw StatusError(
+          BadValue(name, nb::repr(v).c_str() + std::string(" does not fit int64")));
     }
     if (f->kind == FeatureKind::kFloat) {
       f->float_list.push_back(static_cast<float>(x));
@@ -100,7 +101,8 @@ bool FromNumericBuffer(nb::handle v, const std::string& name, Feature* f) {
     ~Release() { PyBuffer_Release(b); }
   } release{&view};
   std::string_view fmt = view.format ? view.format : "B";
-  if (!fmt.empty() && (fmt[0] == '<' || fmt[0] == '=' || fmt[0] == '@')) fmt.remove_prefix(1);
+  if (!fmt.empty() && (fmt[0] == '<' || fmt[0] == '=' || fmt[0] == '@'))
+    fmt.remove_prefix(1);
   if (fmt.size() != 1) return false;
   const size_t n = static_cast<size_t>(view.len / std::max<Py_ssize_t>(view.itemsize, 1));
   auto ints = [&](auto tag) {
@@ -161,11 +163,12 @@ Feature ToFeature(nb::handle value, const std::string& name) {
   std::optional<FeatureKind> forced;
   if (PyTuple_Check(value.ptr()) && PyTuple_GET_SIZE(value.ptr()) == 2 &&
       PyUnicode_Check(PyTuple_GET_ITEM(value.ptr(), 0))) {
-    std::string kind = nb::cast<std::string>(nb::handle(PyTuple_GET_ITEM(value.ptr(), 0)));
+    std::string kind =
+        nb::cast<std::string>(nb::handle(PyTuple_GET_ITEM(value.ptr(), 0)));
     forced = KindFromName(kind);
     if (!forced) {
-      throw StatusError(BadValue(name, "unknown kind '" + kind +
-                                           "' (expected int64, float or bytes)"));
+      throw StatusError(
+          BadValue(name, "unknown kind '" + kind + "' (expected int64, float or bytes)"));
     }
     value = PyTuple_GET_ITEM(value.ptr(), 1);
   }
@@ -190,28 +193,31 @@ Feature ToFeature(nb::handle value, const std::string& name) {
       for (int64_t x : f.int64_list) f.float_list.push_back(static_cast<float>(x));
       f.int64_list.clear();
     } else if (f.kind != FeatureKind::kNone && f.kind != *forced) {
-      throw StatusError(BadValue(name, "values are " + std::string(FeatureKindName(f.kind)) +
-                                           ", not " + std::string(FeatureKindName(*forced))));
+      throw StatusError(
+          BadValue(name, "values are " + std::string(FeatureKindName(f.kind)) + ", not " +
+                             std::string(FeatureKindName(*forced))));
     }
     f.kind = *forced;
   } else if (f.kind == FeatureKind::kNone) {
-    throw StatusError(BadValue(name, "an empty list has no type; pass (kind, []) with kind "
-                                     "'int64', 'float' or 'bytes'"));
+    throw StatusError(BadValue(name,
+                               "an empty list has no type; pass (kind, []) with kind "
+                               "'int64', 'float' or 'bytes'"));
   }
   return f;
 }
 
 FeatureMap ToFeatureMap(nb::handle mapping) {
   if (!PyDict_Check(mapping.ptr()) && !nb::hasattr(mapping, "items")) {
-    throw StatusError(Status::InvalidArgument("features must be a dict of name -> values"));
+    throw StatusError(
+        Status::InvalidArgument("features must be a dict of name -> values"));
   }
   FeatureMap out;
   for (nb::handle item : mapping.attr("items")()) {
     nb::handle key = item[0];
     nb::handle value = item[1];
     if (!PyUnicode_Check(key.ptr())) {
-      throw StatusError(Status::InvalidArgument("feature names must be str, got " +
-                                                std::string(Py_TYPE(key.ptr())->tp_name)));
+      throw StatusError(Status::InvalidArgument(
+          "feature names must be str, got " + std::string(Py_TYPE(key.ptr())->tp_name)));
     }
     std::string name = nb::cast<std::string>(key);
     if (value.is_none()) continue;  // None means absent
@@ -225,7 +231,8 @@ FeatureMap ToFeatureMap(nb::handle mapping) {
 template <typename T>
 nb::object ToNumpy(std::vector<T>&& v, std::vector<size_t> shape) {
   auto* heap = new std::vector<T>(std::move(v));
-  nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  nb::capsule owner(heap,
+                    [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
   return nb::cast(
       nb::ndarray<nb::numpy, T>(heap->data(), shape.size(), shape.data(), owner),
       nb::rv_policy::reference);
@@ -259,12 +266,13 @@ nb::dict FromFeatureMap(FeatureMap&& m) {
 
 std::string_view BytesView(nb::handle b) {
   PyObject* o = b.ptr();
-  if (PyBytes_Check(o)) return {PyBytes_AS_STRING(o), static_cast<size_t>(PyBytes_GET_SIZE(o))};
+  if (PyBytes_Check(o))
+    return {PyBytes_AS_STRING(o), static_cast<size_t>(PyBytes_GET_SIZE(o))};
   if (PyByteArray_Check(o)) {
     return {PyByteArray_AS_STRING(o), static_cast<size_t>(PyByteArray_GET_SIZE(o))};
   }
-  throw StatusError(Status::InvalidArgument(std::string("expected bytes, got ") +
-                                            Py_TYPE(o)->tp_name));
+  throw StatusError(
+      Status::InvalidArgument(std::string("expected bytes, got ") + Py_TYPE(o)->tp_name));
 }
 
 // ---- schema and columns ----------------------------------------------------
@@ -281,12 +289,11 @@ std::vector<ColumnSpec> ToSchema(nb::handle rows) {
     nb::handle def = row[4];
     if (!def.is_none()) {
       s.has_default = true;
-      Feature f = ToFeature(
-          nb::make_tuple(s.dtype == DType::kFloat32 ? "float"
-                         : s.dtype == DType::kInt64 ? "int64"
-                                                    : "bytes",
-                         def),
-          s.name);
+      Feature f = ToFeature(nb::make_tuple(s.dtype == DType::kFloat32 ? "float"
+                                           : s.dtype == DType::kInt64 ? "int64"
+                                                                      : "bytes",
+                                           def),
+                            s.name);
       s.default_floats = std::move(f.float_list);
       s.default_ints = std::move(f.int64_list);
       s.default_bytes = std::move(f.bytes_list);
@@ -299,16 +306,17 @@ std::vector<ColumnSpec> ToSchema(nb::handle rows) {
 nb::object BytesColumn(ColumnData& c) {
   nb::list out;
   for (size_t i = 0; i + 1 < c.bytes_offsets.size(); ++i) {
-    out.append(nb::bytes(c.bytes_data.data() + c.bytes_offsets[i],
-                         static_cast<size_t>(c.bytes_offsets[i + 1] - c.bytes_offsets[i])));
+    out.append(
+        nb::bytes(c.bytes_data.data() + c.bytes_offsets[i],
+                  static_cast<size_t>(c.bytes_offsets[i + 1] - c.bytes_offsets[i])));
   }
   return out;
 }
 
 // One dict per column: values (ndarray, or list of bytes), and for var_len
 // columns row_splits and present.
-nb::list ColumnsToPython(std::vector<ColumnData>&& cols, const std::vector<ColumnSpec>& schema,
-                         size_t rows) {
+nb::list ColumnsToPython(std::vector<ColumnData>&& cols,
+                         const std::vector<ColumnSpec>& schema, size_t rows) {
   nb::list out;
   for (size_t i = 0; i < cols.size(); ++i) {
     ColumnData& c = cols[i];
@@ -345,7 +353,8 @@ Compression CompressionFor(const std::string& path, const std::optional<std::str
 // Reads every record of `paths` through fn(record) with the GIL released.
 template <typename Fn>
 void ForEachRecord(const std::vector<std::string>& paths,
-                   const std::optional<std::string>& compression, size_t max_records, Fn&& fn) {
+                   const std::optional<std::string>& compression, size_t max_records,
+                   Fn&& fn) {
   size_t seen = 0;
   for (const auto& path : paths) {
     RecordReaderOptions options;
@@ -371,15 +380,14 @@ class BufferView {
     if (obj.is_none()) return;
     if (PyObject_GetBuffer(obj.ptr(), &view_, PyBUF_C_CONTIGUOUS) != 0) {
       PyErr_Clear();
-      throw StatusError(Status::InvalidArgument(std::string(what) +
-                                                ": expected a contiguous buffer"));
+      throw StatusError(
+          Status::InvalidArgument(std::string(what) + ": expected a contiguous buffer"));
     }
     held_ = true;
     if (itemsize != 1 && static_cast<size_t>(view_.len) % itemsize != 0) {
-      throw StatusError(Status::InvalidArgument(std::string(what) + ": buffer size " +
-                                                std::to_string(view_.len) +
-                                                " is not a multiple of " +
-                                                std::to_string(itemsize)));
+      throw StatusError(Status::InvalidArgument(
+          std::string(what) + ": buffer size " + std::to_string(view_.len) +
+          " is not a multiple of " + std::to_string(itemsize)));
     }
     count_ = static_cast<size_t>(view_.len) / itemsize;
   }
@@ -426,8 +434,9 @@ class PyRecordWriter {
       c.name = nb::cast<std::string>(t[0]);
       std::string kind = nb::cast<std::string>(t[1]);
       auto k = KindFromName(kind);
-      if (!k) throw StatusError(Status::InvalidArgument("column '" + c.name +
-                                                        "': unknown kind " + kind));
+      if (!k)
+        throw StatusError(
+            Status::InvalidArgument("column '" + c.name + "': unknown kind " + kind));
       c.kind = *k;
       const std::string what = "column '" + c.name + "'";
       auto view = [&](nb::handle obj, size_t itemsize) -> const BufferView& {
@@ -449,7 +458,8 @@ class PyRecordWriter {
       const BufferView& rows = view(t[5], 8);
       c.row_offsets = rows.as<int64_t>();
       if (c.row_offsets && rows.count() != num_rows + 1) {
-        throw StatusError(Status::InvalidArgument(what + ": row offsets need num_rows + 1 "
+        throw StatusError(Status::InvalidArgument(what +
+                                                  ": row offsets need num_rows + 1 "
                                                   "entries"));
       }
       const BufferView& valid = view(t[6], 1);
@@ -463,7 +473,8 @@ class PyRecordWriter {
     Status st;
     {
       nb::gil_scoped_release release;
-      st = EncodeColumns(cols, num_rows, [w](std::string_view rec) { return w->Write(rec); });
+      st = EncodeColumns(cols, num_rows,
+                         [w](std::string_view rec) { return w->Write(rec); });
     }
     ThrowIfError(st);
     return num_rows;
@@ -485,8 +496,8 @@ class PyRecordWriter {
 class PyRecordReader {
  public:
   PyRecordReader(const std::string& path, const std::optional<std::string>& compression,
-                 bool skip_corrupt, uint64_t start_offset, std::optional<uint64_t> end_offset,
-                 bool verify) {
+                 bool skip_corrupt, uint64_t start_offset,
+                 std::optional<uint64_t> end_offset, bool verify) {
     RecordReaderOptions o;
     o.compression = CompressionFor(path, compression);
     o.skip_corrupt = skip_corrupt;
@@ -551,116 +562,148 @@ void InitRecords(nb::module_& m) {
       .def_prop_ro("offset", &PyRecordReader::offset)
       .def("stats", &PyRecordReader::stats);
 
-  m.def("list_files", [](const std::vector<std::string>& paths) {
-    return ValueOrThrow(ExpandPaths(paths));
-  }, nb::arg("paths"));
+  m.def(
+      "list_files",
+      [](const std::vector<std::string>& paths) {
+        return ValueOrThrow(ExpandPaths(paths));
+      },
+      nb::arg("paths"));
 
-  m.def("record_index", [](const std::string& path, const std::optional<std::string>& c) {
-    Compression kind = CompressionFor(path, c);
-    Result<std::vector<uint64_t>> r = [&] {
-      nb::gil_scoped_release release;
-      return BuildRecordIndex(path, kind);
-    }();
-    return ValueOrThrow(std::move(r));
-  }, nb::arg("path"), nb::arg("compression") = nb::none());
+  m.def(
+      "record_index",
+      [](const std::string& path, const std::optional<std::string>& c) {
+        Compression kind = CompressionFor(path, c);
+        Result<std::vector<uint64_t>> r = [&] {
+          nb::gil_scoped_release release;
+          return BuildRecordIndex(path, kind);
+        }();
+        return ValueOrThrow(std::move(r));
+      },
+      nb::arg("path"), nb::arg("compression") = nb::none());
 
-  m.def("count_records", [](const std::vector<std::string>& paths,
-                            const std::optional<std::string>& compression, bool verify) {
-    uint64_t n = 0;
-    nb::gil_scoped_release release;
-    for (const auto& path : paths) {
-      RecordReaderOptions o;
-      o.compression = CompressionFor(path, compression);
-      o.verify_data_crc = verify;
-      auto reader = ValueOrThrow(RecordReader::Open(path, o));
-      std::string_view rec;
-      while (true) {
-        Status st = reader->ReadRecord(&rec);
-        if (st.IsOutOfRange()) break;
-        ThrowIfError(st);
-        ++n;
-      }
-    }
-    return n;
-  }, nb::arg("paths"), nb::arg("compression") = nb::none(), nb::arg("verify") = true);
+  m.def(
+      "count_records",
+      [](const std::vector<std::string>& paths,
+         const std::optional<std::string>& compression, bool verify) {
+        uint64_t n = 0;
+        nb::gil_scoped_release release;
+        for (const auto& path : paths) {
+          RecordReaderOptions o;
+          o.compression = CompressionFor(path, compression);
+          o.verify_data_crc = verify;
+          auto reader = ValueOrThrow(RecordReader::Open(path, o));
+          std::string_view rec;
+          while (true) {
+            Status st = reader->ReadRecord(&rec);
+            if (st.IsOutOfRange()) break;
+            ThrowIfError(st);
+            ++n;
+          }
+        }
+        return n;
+      },
+      nb::arg("paths"), nb::arg("compression") = nb::none(), nb::arg("verify") = true);
 
-  m.def("encode_example", [](nb::handle features) {
-    Example ex;
-    ex.features = ToFeatureMap(features);
-    std::string out;
-    EncodeExample(ex, &out);
-    return nb::bytes(out.data(), out.size());
-  }, nb::arg("features"));
+  m.def(
+      "encode_example",
+      [](nb::handle features) {
+        Example ex;
+        ex.features = ToFeatureMap(features);
+        std::string out;
+        EncodeExample(ex, &out);
+        return nb::bytes(out.data(), out.size());
+      },
+      nb::arg("features"));
 
-  m.def("decode_example", [](nb::handle data) {
-    Example ex;
-    ThrowIfError(DecodeExample(BytesView(data), &ex));
-    return FromFeatureMap(std::move(ex.features));
-  }, nb::arg("data"));
+  m.def(
+      "decode_example",
+      [](nb::handle data) {
+        Example ex;
+        ThrowIfError(DecodeExample(BytesView(data), &ex));
+        return FromFeatureMap(std::move(ex.features));
+      },
+      nb::arg("data"));
 
-  m.def("encode_sequence_example", [](nb::handle context, nb::handle feature_lists) {
-    SequenceExample se;
-    se.context = ToFeatureMap(context);
-    for (nb::handle item : feature_lists.attr("items")()) {
-      std::string name = nb::cast<std::string>(item[0]);
-      auto& list = se.feature_lists[name];
-      for (nb::handle step : item[1]) list.push_back(ToFeature(step, name));
-    }
-    std::string out;
-    EncodeSequenceExample(se, &out);
-    return nb::bytes(out.data(), out.size());
-  }, nb::arg("context"), nb::arg("feature_lists"));
+  m.def(
+      "encode_sequence_example",
+      [](nb::handle context, nb::handle feature_lists) {
+        SequenceExample se;
+        se.context = ToFeatureMap(context);
+        for (nb::handle item : feature_lists.attr("items")()) {
+          std::string name = nb::cast<std::string>(item[0]);
+          auto& list = se.feature_lists[name];
+          for (nb::handle step : item[1]) list.push_back(ToFeature(step, name));
+        }
+        std::string out;
+        EncodeSequenceExample(se, &out);
+        return nb::bytes(out.data(), out.size());
+      },
+      nb::arg("context"), nb::arg("feature_lists"));
 
-  m.def("decode_sequence_example", [](nb::handle data) {
-    SequenceExample se;
-    ThrowIfError(DecodeSequenceExample(BytesView(data), &se));
-    nb::dict lists;
-    for (auto& [k, steps] : se.feature_lists) {
-      nb::list l;
-      for (auto& f : steps) l.append(FromFeature(std::move(f)));
-      lists[nb::str(k.data(), k.size())] = l;
-    }
-    return nb::make_tuple(FromFeatureMap(std::move(se.context)), lists);
-  }, nb::arg("data"));
+  m.def(
+      "decode_sequence_example",
+      [](nb::handle data) {
+        SequenceExample se;
+        ThrowIfError(DecodeSequenceExample(BytesView(data), &se));
+        nb::dict lists;
+        for (auto& [k, steps] : se.feature_lists) {
+          nb::list l;
+          for (auto& f : steps) l.append(FromFeature(std::move(f)));
+          lists[nb::str(k.data(), k.size())] = l;
+        }
+        return nb::make_tuple(FromFeatureMap(std::move(se.context)), lists);
+      },
+      nb::arg("data"));
 
-  m.def("read_columns", [](const std::vector<std::string>& paths, nb::handle schema_rows,
-                           const std::optional<std::string>& compression) {
-    auto decoder = ValueOrThrow(ColumnarDecoder::Make(ToSchema(schema_rows)));
-    {
-      nb::gil_scoped_release release;
-      ForEachRecord(paths, compression, SIZE_MAX,
-                    [&](std::string_view rec) { return decoder.Append(rec); });
-    }
-    size_t rows = decoder.num_rows();
-    return nb::make_tuple(rows, ColumnsToPython(decoder.Finish(), decoder.schema(), rows));
-  }, nb::arg("paths"), nb::arg("schema"), nb::arg("compression") = nb::none());
+  m.def(
+      "read_columns",
+      [](const std::vector<std::string>& paths, nb::handle schema_rows,
+         const std::optional<std::string>& compression) {
+        auto decoder = ValueOrThrow(ColumnarDecoder::Make(ToSchema(schema_rows)));
+        {
+          nb::gil_scoped_release release;
+          ForEachRecord(paths, compression, SIZE_MAX,
+                        [&](std::string_view rec) { return decoder.Append(rec); });
+        }
+        size_t rows = decoder.num_rows();
+        return nb::make_tuple(rows,
+                              ColumnsToPython(decoder.Finish(), decoder.schema(), rows));
+      },
+      nb::arg("paths"), nb::arg("schema"), nb::arg("compression") = nb::none());
 
-  m.def("decode_columns", [](nb::handle records, nb::handle schema_rows) {
-    auto decoder = ValueOrThrow(ColumnarDecoder::Make(ToSchema(schema_rows)));
-    for (nb::handle r : records) ThrowIfError(decoder.Append(BytesView(r)));
-    size_t rows = decoder.num_rows();
-    return nb::make_tuple(rows, ColumnsToPython(decoder.Finish(), decoder.schema(), rows));
-  }, nb::arg("records"), nb::arg("schema"));
+  m.def(
+      "decode_columns",
+      [](nb::handle records, nb::handle schema_rows) {
+        auto decoder = ValueOrThrow(ColumnarDecoder::Make(ToSchema(schema_rows)));
+        for (nb::handle r : records) ThrowIfError(decoder.Append(BytesView(r)));
+        size_t rows = decoder.num_rows();
+        return nb::make_tuple(rows,
+                              ColumnsToPython(decoder.Finish(), decoder.schema(), rows));
+      },
+      nb::arg("records"), nb::arg("schema"));
 
-  m.def("infer_schema", [](const std::vector<std::string>& paths,
-                           const std::optional<std::string>& compression, size_t max_records) {
-    SchemaInferrer inferrer;
-    {
-      nb::gil_scoped_release release;
-      ForEachRecord(paths, compression, max_records,
-                    [&](std::string_view rec) { return inferrer.Append(rec); });
-    }
-    auto schema = ValueOrThrow(inferrer.Schema());
-    nb::list rows;
-    for (const auto& s : schema) {
-      const FeatureStats& st = inferrer.stats().at(s.name);
-      rows.append(nb::make_tuple(s.name, std::string(DTypeName(s.dtype)), s.var_len,
-                                 nb::cast(s.shape), st.present, st.min_length,
-                                 st.max_length));
-    }
-    return nb::make_tuple(inferrer.num_rows(), rows);
-  }, nb::arg("paths"), nb::arg("compression") = nb::none(),
-     nb::arg("max_records") = SIZE_MAX);
+  m.def(
+      "infer_schema",
+      [](const std::vector<std::string>& paths,
+         const std::optional<std::string>& compression, size_t max_records) {
+        SchemaInferrer inferrer;
+        {
+          nb::gil_scoped_release release;
+          ForEachRecord(paths, compression, max_records,
+                        [&](std::string_view rec) { return inferrer.Append(rec); });
+        }
+        auto schema = ValueOrThrow(inferrer.Schema());
+        nb::list rows;
+        for (const auto& s : schema) {
+          const FeatureStats& st = inferrer.stats().at(s.name);
+          rows.append(nb::make_tuple(s.name, std::string(DTypeName(s.dtype)), s.var_len,
+                                     nb::cast(s.shape), st.present, st.min_length,
+                                     st.max_length));
+        }
+        return nb::make_tuple(inferrer.num_rows(), rows);
+      },
+      nb::arg("paths"), nb::arg("compression") = nb::none(),
+      nb::arg("max_records") = SIZE_MAX);
 }
 
 }  // namespace sparktf::python

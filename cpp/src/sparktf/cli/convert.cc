@@ -87,10 +87,10 @@ void CsvRowEnd(int, void* data) {
   }
   ++st->rows;
   if (fields.size() != st->header.size()) {
-    st->status = Status::InvalidArgument(
-        st->path + ": row " + std::to_string(st->rows) + " has " +
-        std::to_string(fields.size()) + " fields but the header has " +
-        std::to_string(st->header.size()));
+    st->status = Status::InvalidArgument(st->path + ": row " + std::to_string(st->rows) +
+                                         " has " + std::to_string(fields.size()) +
+                                         " fields but the header has " +
+                                         std::to_string(st->header.size()));
     return;
   }
   Row row;
@@ -218,7 +218,8 @@ Status AppendJsonValue(const json& v, Kind kind, const std::string& column, Feat
       return Status::OK();
     case Kind::kFloat:
       if (!v.is_number() && !v.is_boolean()) return bad();
-      f->float_list.push_back(v.is_boolean() ? (v.get<bool>() ? 1.f : 0.f) : v.get<float>());
+      f->float_list.push_back(v.is_boolean() ? (v.get<bool>() ? 1.f : 0.f)
+                                             : v.get<float>());
       return Status::OK();
     case Kind::kBytes:
       if (!v.is_string()) return bad();
@@ -253,9 +254,7 @@ Status ToFeature(const Cell& cell, Kind kind, Feature* f) {
       f->float_list.push_back(static_cast<float>(v));
       return Status::OK();
     }
-    default:
-      f->bytes_list.push_back(cell.text);
-      return Status::OK();
+    default: f->bytes_list.push_back(cell.text); return Status::OK();
   }
 }
 
@@ -264,15 +263,15 @@ Result<std::map<std::string, Kind>> ParseSchema(const std::string& spec) {
   size_t pos = 0;
   while (pos < spec.size()) {
     size_t comma = spec.find(',', pos);
-    std::string item = spec.substr(pos, comma == std::string::npos ? std::string::npos
-                                                                   : comma - pos);
+    std::string item =
+        spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     pos = comma == std::string::npos ? spec.size() : comma + 1;
     size_t colon = item.rfind(':');
     if (colon == std::string::npos || colon == 0) {
       return Status::InvalidArgument("--schema item '" + item + "' is not name:dtype");
     }
     std::string type = item.substr(colon + 1);
-    Kind k = type == "int64"                       ? Kind::kInt64
+    Kind k = type == "int64"                          ? Kind::kInt64
              : (type == "float32" || type == "float") ? Kind::kFloat
              : (type == "bytes" || type == "string")  ? Kind::kBytes
                                                       : Kind::kUnknown;
@@ -297,7 +296,8 @@ Status Convert(const ConvertOptions& options) {
       std::string format = options.format;
       if (format == "auto") {
         const std::string ext = std::filesystem::path(path).extension().string();
-        format = (ext == ".json" || ext == ".jsonl" || ext == ".ndjson") ? "jsonl" : "csv";
+        format =
+            (ext == ".json" || ext == ".jsonl" || ext == ".ndjson") ? "jsonl" : "csv";
       }
       if (format == "csv") {
         RETURN_NOT_OK(ForEachCsvRow(path, options.delimiter, fn));
@@ -344,8 +344,9 @@ Status Convert(const ConvertOptions& options) {
   for (int i = 0; i < options.shards; ++i) {
     char name[64];
     std::snprintf(name, sizeof(name), "-%05d-of-%05d", i, options.shards);
-    paths.push_back((std::filesystem::path(options.output_dir) /
-                     (options.prefix + name + suffix)).string());
+    paths.push_back(
+        (std::filesystem::path(options.output_dir) / (options.prefix + name + suffix))
+            .string());
     RecordWriterOptions wo;
     wo.compression = compression;
     ASSIGN_OR_RETURN(auto w, RecordWriter::Open(paths.back(), wo));

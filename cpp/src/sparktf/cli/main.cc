@@ -7,7 +7,8 @@
 int main(int argc, char** argv) {
   CLI::App app{"sparktf: distributed TensorFlow on Spark (native tools)"};
   app.require_subcommand(1);
-  CLI::App* records = app.add_subcommand("records", "Read, check and convert TFRecord files");
+  CLI::App* records =
+      app.add_subcommand("records", "Read, check and convert TFRecord files");
   records->require_subcommand(1);
   sparktf::cli::AddRecordsCommands(records);
   CLI11_PARSE(app, argc, argv);

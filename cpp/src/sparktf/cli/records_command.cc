@@ -53,7 +53,8 @@ Status Scan(const std::vector<std::string>& files, const std::string& compressio
 }
 
 std::string Base64(std::string_view s) {
-  static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  static const char* t =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;
   size_t i = 0;
   for (; i + 2 < s.size(); i += 3) {
@@ -185,31 +186,34 @@ void AddRecordsCommands(CLI::App* records) {
   cat->add_flag("--sequence", *sequence, "Records are tf.train.SequenceExample");
   cat->callback([cat_args, limit, sequence] {
     int64_t printed = 0;
-    Status st = Scan(Files(cat_args->inputs), cat_args->compression, true,
-                     [&](const std::string& path, std::string_view rec) {
-      if (*limit >= 0 && printed >= *limit) return false;
-      json line;
-      if (*sequence) {
-        SequenceExample se;
-        Status dst = DecodeSequenceExample(rec, &se);
-        if (!dst.ok()) Fail(dst.WithContext(path + " record " + std::to_string(printed)));
-        json lists = json::object();
-        for (const auto& [k, steps] : se.feature_lists) {
-          json arr = json::array();
-          for (const auto& f : steps) arr.push_back(FeatureToJson(f));
-          lists[k] = arr;
-        }
-        line = {{"context", FeatureMapToJson(se.context)}, {"feature_lists", lists}};
-      } else {
-        Example ex;
-        Status dst = DecodeExample(rec, &ex);
-        if (!dst.ok()) Fail(dst.WithContext(path + " record " + std::to_string(printed)));
-        line = FeatureMapToJson(ex.features);
-      }
-      std::cout << line.dump() << "\n";
-      ++printed;
-      return true;
-    });
+    Status st = Scan(
+        Files(cat_args->inputs), cat_args->compression, true,
+        [&](const std::string& path, std::string_view rec) {
+          if (*limit >= 0 && printed >= *limit) return false;
+          json line;
+          if (*sequence) {
+            SequenceExample se;
+            Status dst = DecodeSequenceExample(rec, &se);
+            if (!dst.ok())
+              Fail(dst.WithContext(path + " record " + std::to_string(printed)));
+            json lists = json::object();
+            for (const auto& [k, steps] : se.feature_lists) {
+              json arr = json::array();
+              for (const auto& f : steps) arr.push_back(FeatureToJson(f));
+              lists[k] = arr;
+            }
+            line = {{"context", FeatureMapToJson(se.context)}, {"feature_lists", lists}};
+          } else {
+            Example ex;
+            Status dst = DecodeExample(rec, &ex);
+            if (!dst.ok())
+              Fail(dst.WithContext(path + " record " + std::to_string(printed)));
+            line = FeatureMapToJson(ex.features);
+          }
+          std::cout << line.dump() << "\n";
+          ++printed;
+          return true;
+        });
     if (!st.ok()) Fail(st);
   });
 
@@ -227,25 +231,30 @@ void AddRecordsCommands(CLI::App* records) {
     SchemaInferrer inferrer;
     Status st = Scan(files, inspect_args->compression, true,
                      [&](const std::string& path, std::string_view rec) {
-      if (*max_records >= 0 && static_cast<int64_t>(inferrer.num_rows()) >= *max_records) {
-        return false;
-      }
-      Status ist = inferrer.Append(rec);
-      if (!ist.ok()) Fail(ist.WithContext(path));
-      return true;
-    });
+                       if (*max_records >= 0 &&
+                           static_cast<int64_t>(inferrer.num_rows()) >= *max_records) {
+                         return false;
+                       }
+                       Status ist = inferrer.Append(rec);
+                       if (!ist.ok()) Fail(ist.WithContext(path));
+                       return true;
+                     });
     if (!st.ok()) Fail(st);
     auto schema = inferrer.Schema();
     json features = json::array();
     for (const auto& [name, s] : inferrer.stats()) {
-      json row = {{"name", name}, {"type", FeatureKindName(s.kind)}, {"present", s.present},
-                  {"min_length", s.present ? s.min_length : 0}, {"max_length", s.max_length}};
+      json row = {{"name", name},
+                  {"type", FeatureKindName(s.kind)},
+                  {"present", s.present},
+                  {"min_length", s.present ? s.min_length : 0},
+                  {"max_length", s.max_length}};
       if (schema.ok()) {
         for (const auto& spec : *schema) {
           if (spec.name != name) continue;
-          row["schema"] = spec.var_len ? "VarLen(" + std::string(DTypeName(spec.dtype)) + ")"
-                                       : "FixedLen(" + std::string(DTypeName(spec.dtype)) +
-                                             ", " + json(spec.shape).dump() + ")";
+          row["schema"] = spec.var_len
+                              ? "VarLen(" + std::string(DTypeName(spec.dtype)) + ")"
+                              : "FixedLen(" + std::string(DTypeName(spec.dtype)) + ", " +
+                                    json(spec.shape).dump() + ")";
         }
       } else {
         row["schema"] = "conflicting types";
@@ -253,21 +262,25 @@ void AddRecordsCommands(CLI::App* records) {
       features.push_back(row);
     }
     if (*as_json) {
-      std::cout << json{{"records", inferrer.num_rows()}, {"files", files.size()},
+      std::cout << json{{"records", inferrer.num_rows()},
+                        {"files", files.size()},
                         {"features", features}}
                        .dump(2)
                 << "\n";
       return;
     }
-    std::cout << "records: " << inferrer.num_rows() << " in " << files.size() << " file(s)\n";
+    std::cout << "records: " << inferrer.num_rows() << " in " << files.size()
+              << " file(s)\n";
     std::cout << std::left << std::setw(24) << "feature" << std::setw(12) << "type"
               << std::setw(10) << "present" << std::setw(9) << "min_len" << std::setw(9)
-              << "max_len" << "schema\n";
+              << "max_len"
+              << "schema\n";
     for (const auto& row : features) {
-      std::cout << std::left << std::setw(24) << row["name"].get<std::string>() << std::setw(12)
-                << row["type"].get<std::string>() << std::setw(10) << row["present"].dump()
-                << std::setw(9) << row["min_length"].dump() << std::setw(9)
-                << row["max_length"].dump() << row["schema"].get<std::string>() << "\n";
+      std::cout << std::left << std::setw(24) << row["name"].get<std::string>()
+                << std::setw(12) << row["type"].get<std::string>() << std::setw(10)
+                << row["present"].dump() << std::setw(9) << row["min_length"].dump()
+                << std::setw(9) << row["max_length"].dump()
+                << row["schema"].get<std::string>() << "\n";
     }
   });
 
@@ -293,7 +306,8 @@ void AddRecordsCommands(CLI::App* records) {
   // convert
   auto copts = std::make_shared<ConvertOptions>();
   auto* convert = records->add_subcommand(
-      "convert", "CSV (with a header) or JSON lines -> TFRecord shards of tf.train.Example");
+      "convert",
+      "CSV (with a header) or JSON lines -> TFRecord shards of tf.train.Example");
   convert->add_option("inputs", copts->inputs, "CSV or JSON-lines files")->required();
   convert->add_option("-o,--output-dir", copts->output_dir, "Directory for the shards")
       ->required();

@@ -141,7 +141,7 @@ class StringOutputStream final : public OutputStream {
 Result<std::unique_ptr<InputStream>> OpenInputFile(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::FromErrno("open " + path, errno);
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0) {
     int err = errno;
     ::close(fd);

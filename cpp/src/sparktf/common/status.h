@@ -51,12 +51,18 @@ class [[nodiscard]] Status {
   static Status InvalidArgument(std::string msg) {
     return {StatusCode::kInvalidArgument, std::move(msg)};
   }
-  static Status NotFound(std::string msg) { return {StatusCode::kNotFound, std::move(msg)}; }
-  static Status DataLoss(std::string msg) { return {StatusCode::kDataLoss, std::move(msg)}; }
+  static Status NotFound(std::string msg) {
+    return {StatusCode::kNotFound, std::move(msg)};
+  }
+  static Status DataLoss(std::string msg) {
+    return {StatusCode::kDataLoss, std::move(msg)};
+  }
   static Status OutOfRange(std::string msg) {
     return {StatusCode::kOutOfRange, std::move(msg)};
   }
-  static Status IOError(std::string msg) { return {StatusCode::kIOError, std::move(msg)}; }
+  static Status IOError(std::string msg) {
+    return {StatusCode::kIOError, std::move(msg)};
+  }
   static Status DeadlineExceeded(std::string msg) {
     return {StatusCode::kDeadlineExceeded, std::move(msg)};
   }
@@ -69,11 +75,15 @@ class [[nodiscard]] Status {
   static Status ResourceExhausted(std::string msg) {
     return {StatusCode::kResourceExhausted, std::move(msg)};
   }
-  static Status Aborted(std::string msg) { return {StatusCode::kAborted, std::move(msg)}; }
+  static Status Aborted(std::string msg) {
+    return {StatusCode::kAborted, std::move(msg)};
+  }
   static Status Cancelled(std::string msg) {
     return {StatusCode::kCancelled, std::move(msg)};
   }
-  static Status Internal(std::string msg) { return {StatusCode::kInternal, std::move(msg)}; }
+  static Status Internal(std::string msg) {
+    return {StatusCode::kInternal, std::move(msg)};
+  }
   // An IOError built from errno, e.g. FromErrno("open /x", ENOENT) ->
   // "open /x: No such file or directory" (kNotFound for ENOENT).
   static Status FromErrno(std::string_view context, int err);
@@ -104,8 +114,8 @@ class [[nodiscard]] Status {
 #define SPARKTF_CONCAT(a, b) SPARKTF_CONCAT_IMPL(a, b)
 
 // Returns from the enclosing function if `expr` (a Status) is not OK.
-#define RETURN_NOT_OK(expr)                   \
-  do {                                        \
-    ::sparktf::Status _st = (expr);           \
-    if (!_st.ok()) return _st;                \
+#define RETURN_NOT_OK(expr)         \
+  do {                              \
+    ::sparktf::Status _st = (expr); \
+    if (!_st.ok()) return _st;      \
   } while (false)

@@ -110,16 +110,18 @@ Status ColumnarDecoder::Append(std::string_view serialized) {
         ColumnData& col = columns_[c];
         Rollback(&col, row_marks_[c]);  // a repeated key: the last one wins
         FeatureKind kind;
-        example_internal::FeatureSinks sinks{&col.floats, &col.ints, &AppendBytesValue, &col};
+        example_internal::FeatureSinks sinks{&col.floats, &col.ints, &AppendBytesValue,
+                                             &col};
         RETURN_NOT_OK(example_internal::DecodeFeatureInto(value, &kind, sinks));
         if (kind == FeatureKind::kNone) {
           seen_[c] = 0;
           return Status::OK();
         }
         if (kind != KindOf(schema_[c].dtype)) {
-          return Status::InvalidArgument(
-              "feature '" + schema_[c].name + "' is a " + std::string(FeatureKindName(kind)) +
-              " but the schema expects " + std::string(DTypeName(schema_[c].dtype)));
+          return Status::InvalidArgument("feature '" + schema_[c].name + "' is a " +
+                                         std::string(FeatureKindName(kind)) +
+                                         " but the schema expects " +
+                                         std::string(DTypeName(schema_[c].dtype)));
         }
         seen_[c] = 1;
         return Status::OK();
@@ -166,21 +168,23 @@ Status ColumnarDecoder::FinishRow(size_t c) {
     for (size_t i = 0; i < want; ++i) {
       switch (spec.dtype) {
         case DType::kFloat32:
-          col.floats.push_back(spec.default_floats[spec.default_floats.size() == 1 ? 0 : i]);
+          col.floats.push_back(
+              spec.default_floats[spec.default_floats.size() == 1 ? 0 : i]);
           break;
         case DType::kInt64:
           col.ints.push_back(spec.default_ints[spec.default_ints.size() == 1 ? 0 : i]);
           break;
         case DType::kBytes:
-          AppendBytesValue(&col, spec.default_bytes[spec.default_bytes.size() == 1 ? 0 : i]);
+          AppendBytesValue(&col,
+                           spec.default_bytes[spec.default_bytes.size() == 1 ? 0 : i]);
           break;
       }
     }
     return Status::OK();
   }
-  return Status::InvalidArgument("feature '" + spec.name + "' has " + std::to_string(added) +
-                                 " values but the schema's fixed shape needs " +
-                                 std::to_string(want));
+  return Status::InvalidArgument(
+      "feature '" + spec.name + "' has " + std::to_string(added) +
+      " values but the schema's fixed shape needs " + std::to_string(want));
 }
 
 std::vector<ColumnData> ColumnarDecoder::Finish() {
@@ -194,23 +198,27 @@ std::vector<ColumnData> ColumnarDecoder::Finish() {
 Status SchemaInferrer::Append(std::string_view serialized) {
   std::unordered_set<std::string_view> seen_here;
   RETURN_NOT_OK(example_internal::ForEachFeatureEntry(
-      serialized, [&](std::string_view key, std::string_view value) -> Status {
-        FeatureKind kind;
-        size_t count;
-        RETURN_NOT_OK(example_internal::PeekFeature(value, &kind, &count));
-        if (kind == FeatureKind::kNone) return Status::OK();
-        FeatureStats& s = stats_[std::string(key)];
-        if (s.kind != FeatureKind::kNone && s.kind != kind && s.conflicting_kinds.empty()) {
-          s.conflicting_kinds = std::string(FeatureKindName(s.kind)) + " in one record, " +
-                                std::string(FeatureKindName(kind)) + " in record " +
-                                std::to_string(rows_);
-        }
-        s.kind = kind;
-        if (seen_here.insert(key).second) ++s.present;
-        s.min_length = std::min(s.min_length, count);
-        s.max_length = std::max(s.max_length, count);
-        return Status::OK();
-      }).WithContext("record " + std::to_string(rows_)));
+                    serialized,
+                    [&](std::string_view key, std::string_view value) -> Status {
+                      FeatureKind kind;
+                      size_t count;
+                      RETURN_NOT_OK(example_internal::PeekFeature(value, &kind, &count));
+                      if (kind == FeatureKind::kNone) return Status::OK();
+                      FeatureStats& s = stats_[std::string(key)];
+                      if (s.kind != FeatureKind::kNone && s.kind != kind &&
+                          s.conflicting_kinds.empty()) {
+                        s.conflicting_kinds = std::string(FeatureKindName(s.kind)) +
+                                              " in one record, " +
+                                              std::string(FeatureKindName(kind)) +
+                                              " in record " + std::to_string(rows_);
+                      }
+                      s.kind = kind;
+                      if (seen_here.insert(key).second) ++s.present;
+                      s.min_length = std::min(s.min_length, count);
+                      s.max_length = std::max(s.max_length, count);
+                      return Status::OK();
+                    })
+                    .WithContext("record " + std::to_string(rows_)));
   ++rows_;
   return Status::OK();
 }
@@ -219,15 +227,16 @@ Result<std::vector<ColumnSpec>> SchemaInferrer::Schema() const {
   std::vector<ColumnSpec> schema;
   for (const auto& [name, s] : stats_) {
     if (!s.conflicting_kinds.empty()) {
-      return Status::InvalidArgument("feature '" + name + "' has different types: " +
-                                     s.conflicting_kinds);
+      return Status::InvalidArgument("feature '" + name +
+                                     "' has different types: " + s.conflicting_kinds);
     }
     ColumnSpec spec;
     spec.name = name;
     spec.dtype = s.kind == FeatureKind::kInt64   ? DType::kInt64
                  : s.kind == FeatureKind::kBytes ? DType::kBytes
                                                  : DType::kFloat32;
-    const bool fixed = s.present == rows_ && s.min_length == s.max_length && s.max_length > 0;
+    const bool fixed =
+        s.present == rows_ && s.min_length == s.max_length && s.max_length > 0;
     spec.var_len = !fixed;
     if (fixed && s.max_length != 1) spec.shape = {static_cast<int64_t>(s.max_length)};
     schema.push_back(std::move(spec));

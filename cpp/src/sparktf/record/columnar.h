@@ -81,7 +81,9 @@ class ColumnarDecoder {
   std::vector<ColumnSpec> schema_;
   struct NameHash {
     using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    size_t operator()(std::string_view s) const {
+      return std::hash<std::string_view>{}(s);
+    }
   };
   std::unordered_map<std::string, size_t, NameHash, std::equal_to<>> index_;
   std::vector<ColumnData> columns_;

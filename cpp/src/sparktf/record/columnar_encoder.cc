@@ -49,7 +49,8 @@ Status EncodeColumns(const std::vector<InputColumn>& columns, size_t num_rows,
   for (size_t i = 0; i < order.size(); ++i) {
     RETURN_NOT_OK(CheckColumn(columns[order[i]], num_rows));
     if (i > 0 && columns[order[i]].name == columns[order[i - 1]].name) {
-      return Status::InvalidArgument("column '" + columns[order[i]].name + "' appears twice");
+      return Status::InvalidArgument("column '" + columns[order[i]].name +
+                                     "' appears twice");
     }
   }
   std::vector<Feature> features(columns.size());  // reused: capacity stays
@@ -69,8 +70,12 @@ Status EncodeColumns(const std::vector<InputColumn>& columns, size_t num_rows,
         end = static_cast<size_t>(c.row_offsets[r + 1]);
       }
       switch (c.kind) {
-        case FeatureKind::kFloat: f.float_list.assign(c.floats + begin, c.floats + end); break;
-        case FeatureKind::kInt64: f.int64_list.assign(c.ints + begin, c.ints + end); break;
+        case FeatureKind::kFloat:
+          f.float_list.assign(c.floats + begin, c.floats + end);
+          break;
+        case FeatureKind::kInt64:
+          f.int64_list.assign(c.ints + begin, c.ints + end);
+          break;
         case FeatureKind::kBytes:
           f.bytes_list.resize(end - begin);
           for (size_t i = begin; i < end; ++i) {

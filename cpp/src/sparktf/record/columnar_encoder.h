@@ -20,13 +20,13 @@ namespace sparktf {
 struct InputColumn {
   std::string name;
   FeatureKind kind = FeatureKind::kFloat;  // kFloat, kInt64 or kBytes
-  const float* floats = nullptr;            // kFloat
-  const int64_t* ints = nullptr;            // kInt64
-  const char* bytes_data = nullptr;         // kBytes: value i is
-  const int64_t* bytes_offsets = nullptr;   //   bytes_data[off[i], off[i+1])
+  const float* floats = nullptr;           // kFloat
+  const int64_t* ints = nullptr;           // kInt64
+  const char* bytes_data = nullptr;        // kBytes: value i is
+  const int64_t* bytes_offsets = nullptr;  //   bytes_data[off[i], off[i+1])
   size_t num_values = 0;
-  const int64_t* row_offsets = nullptr;     // num_rows + 1 entries, or null
-  const uint8_t* valid = nullptr;           // 0 = null: feature left out; null = all valid
+  const int64_t* row_offsets = nullptr;  // num_rows + 1 entries, or null
+  const uint8_t* valid = nullptr;        // 0 = null: feature left out; null = all valid
 };
 
 // Calls sink(serialized) for rows [0, num_rows) in order. Checks that offsets

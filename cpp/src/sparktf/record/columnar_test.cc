@@ -1,7 +1,8 @@
 #include "sparktf/record/columnar.h"
-#include "sparktf/record/columnar_encoder.h"
 
 #include <gtest/gtest.h>
+
+#include "sparktf/record/columnar_encoder.h"
 
 namespace sparktf {
 namespace {
@@ -49,9 +50,9 @@ ColumnSpec Var(std::string name, DType dtype) {
 }
 
 TEST(ColumnarTest, DecodesFixedAndVariableColumns) {
-  auto dec = ColumnarDecoder::Make({Fixed("label", DType::kInt64),
-                                    Fixed("pixels", DType::kFloat32, {2, 2}),
-                                    Var("tags", DType::kBytes), Var("ids", DType::kInt64)});
+  auto dec = ColumnarDecoder::Make(
+      {Fixed("label", DType::kInt64), Fixed("pixels", DType::kFloat32, {2, 2}),
+       Var("tags", DType::kBytes), Var("ids", DType::kInt64)});
   ASSERT_TRUE(dec.ok());
   ASSERT_TRUE(dec->Append(Encode({{"label", Ints({3})},
                                   {"pixels", Floats({1, 2, 3, 4})},
@@ -87,7 +88,8 @@ TEST(ColumnarTest, DefaultsFillMissingFixedFeatures) {
 }
 
 TEST(ColumnarTest, ErrorsNameRowAndFeatureAndRollBack) {
-  auto dec = ColumnarDecoder::Make({Fixed("a", DType::kInt64), Var("b", DType::kFloat32)});
+  auto dec =
+      ColumnarDecoder::Make({Fixed("a", DType::kInt64), Var("b", DType::kFloat32)});
   ASSERT_TRUE(dec->Append(Encode({{"a", Ints({1})}, {"b", Floats({1})}})).ok());
 
   Status missing = dec->Append(Encode({{"b", Floats({2})}}));
@@ -122,7 +124,8 @@ TEST(ColumnarTest, RepeatedKeyLastWins) {
 }
 
 TEST(ColumnarTest, SchemaChecks) {
-  EXPECT_FALSE(ColumnarDecoder::Make({Var("a", DType::kInt64), Var("a", DType::kInt64)}).ok());
+  EXPECT_FALSE(
+      ColumnarDecoder::Make({Var("a", DType::kInt64), Var("a", DType::kInt64)}).ok());
   EXPECT_FALSE(ColumnarDecoder::Make({Var("", DType::kInt64)}).ok());
   ColumnSpec bad_default = Fixed("x", DType::kInt64, {3});
   bad_default.has_default = true;
@@ -132,10 +135,13 @@ TEST(ColumnarTest, SchemaChecks) {
 
 TEST(SchemaInferrerTest, InfersFixedAndVariable) {
   SchemaInferrer inf;
-  ASSERT_TRUE(inf.Append(Encode({{"label", Ints({1})}, {"vec", Floats({1, 2, 3})},
-                                 {"words", Bytes({"a"})}, {"rare", Ints({1})}}))
+  ASSERT_TRUE(inf.Append(Encode({{"label", Ints({1})},
+                                 {"vec", Floats({1, 2, 3})},
+                                 {"words", Bytes({"a"})},
+                                 {"rare", Ints({1})}}))
                   .ok());
-  ASSERT_TRUE(inf.Append(Encode({{"label", Ints({0})}, {"vec", Floats({4, 5, 6})},
+  ASSERT_TRUE(inf.Append(Encode({{"label", Ints({0})},
+                                 {"vec", Floats({4, 5, 6})},
                                  {"words", Bytes({"a", "b"})}}))
                   .ok());
   auto schema = inf.Schema();
@@ -176,15 +182,17 @@ TEST(ColumnarEncoderTest, EncodesLikeEncodeExampleAndSkipsNulls) {
   const std::vector<int64_t> word_offsets = {0, 2, 5};
   const std::vector<uint8_t> word_valid = {1, 0, 1};
   std::vector<InputColumn> cols(3);
-  cols[0] = {"words", FeatureKind::kBytes, nullptr, nullptr, words.data(), word_offsets.data(),
-             3, nullptr, word_valid.data()};
+  cols[0] = {"words",          FeatureKind::kBytes, nullptr, nullptr,
+             words.data(),     word_offsets.data(), 3,       nullptr,
+             word_valid.data()};
   cols[0].num_values = 2;  // rows 0 and 2 use values 0, 1 by row offsets below
   static const std::vector<int64_t> word_rows = {0, 1, 1, 2};
   cols[0].row_offsets = word_rows.data();
-  cols[1] = {"id", FeatureKind::kInt64, nullptr, ids.data(), nullptr, nullptr, 3, nullptr,
-             nullptr};
-  cols[2] = {"vec", FeatureKind::kFloat, vec.data(), nullptr, nullptr, nullptr, 3,
-             vec_rows.data(), nullptr};
+  cols[1] = {
+      "id",   FeatureKind::kInt64, nullptr, ids.data(), nullptr, nullptr, 3, nullptr,
+      nullptr};
+  cols[2] = {"vec", FeatureKind::kFloat, vec.data(), nullptr, nullptr, nullptr,
+             3,     vec_rows.data(),     nullptr};
   std::vector<std::string> got;
   ASSERT_TRUE(EncodeColumns(cols, 3, [&](std::string_view s) {
                 got.emplace_back(s);
@@ -207,16 +215,16 @@ TEST(ColumnarEncoderTest, EncodesLikeEncodeExampleAndSkipsNulls) {
 TEST(ColumnarEncoderTest, RejectsBadOffsets) {
   const std::vector<int64_t> ids = {1, 2};
   const std::vector<int64_t> rows = {0, 3, 2};
-  InputColumn c{"x", FeatureKind::kInt64, nullptr, ids.data(), nullptr, nullptr, 2,
-                rows.data(), nullptr};
+  InputColumn c{"x", FeatureKind::kInt64, nullptr, ids.data(), nullptr, nullptr,
+                2,   rows.data(),         nullptr};
   Status st = EncodeColumns({c}, 2, [](std::string_view) { return Status::OK(); });
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find("row offsets out of range at row 0"), std::string::npos);
-  InputColumn short_col{"y", FeatureKind::kInt64, nullptr, ids.data(), nullptr, nullptr, 1,
-                        nullptr, nullptr};
-  EXPECT_FALSE(EncodeColumns({short_col}, 2, [](std::string_view) {
-                 return Status::OK();
-               }).ok());
+  InputColumn short_col{
+      "y",    FeatureKind::kInt64, nullptr, ids.data(), nullptr, nullptr, 1, nullptr,
+      nullptr};
+  EXPECT_FALSE(
+      EncodeColumns({short_col}, 2, [](std::string_view) { return Status::OK(); }).ok());
 }
 
 }  // namespace

@@ -63,8 +63,8 @@ class InflateStream final : public InputStream {
         continue;
       }
       if (rc != Z_OK && rc != Z_BUF_ERROR) {
-        std::string msg = "corrupt " + std::string(CompressionName(kind_)) + " stream in " +
-                          name_ + " near compressed byte " +
+        std::string msg = "corrupt " + std::string(CompressionName(kind_)) +
+                          " stream in " + name_ + " near compressed byte " +
                           std::to_string(consumed_ - z_.avail_in) + ": " +
                           (z_.msg ? z_.msg : "inflate error");
         if (produced_ == 0 && members_done_ == 0) {
@@ -200,8 +200,8 @@ std::unique_ptr<InputStream> MakeInflateStream(std::unique_ptr<InputStream> base
   return std::make_unique<InflateStream>(std::move(base), kind);
 }
 
-Result<std::unique_ptr<OutputStream>> MakeDeflateStream(std::unique_ptr<OutputStream> base,
-                                                        Compression kind, int level) {
+Result<std::unique_ptr<OutputStream>> MakeDeflateStream(
+    std::unique_ptr<OutputStream> base, Compression kind, int level) {
   if (kind == Compression::kNone) return base;
   if (level < -1 || level > 9) {
     return Status::InvalidArgument("compression level must be -1..9, got " +

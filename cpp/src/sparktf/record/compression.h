@@ -26,7 +26,7 @@ std::unique_ptr<InputStream> MakeInflateStream(std::unique_ptr<InputStream> base
 
 // Compresses into `base`; Close() writes the stream trailer and closes `base`.
 // level: zlib's 0..9, or -1 for its default (what TensorFlow uses).
-Result<std::unique_ptr<OutputStream>> MakeDeflateStream(std::unique_ptr<OutputStream> base,
-                                                        Compression kind, int level = -1);
+Result<std::unique_ptr<OutputStream>> MakeDeflateStream(
+    std::unique_ptr<OutputStream> base, Compression kind, int level = -1);
 
 }  // namespace sparktf

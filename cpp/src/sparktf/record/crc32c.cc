@@ -22,7 +22,8 @@ constexpr Tables MakeTables() {
     t[0][i] = c;
   }
   for (uint32_t i = 0; i < 256; ++i) {
-    for (size_t s = 1; s < 8; ++s) t[s][i] = (t[s - 1][i] >> 8) ^ t[0][t[s - 1][i] & 0xff];
+    for (size_t s = 1; s < 8; ++s)
+      t[s][i] = (t[s - 1][i] >> 8) ^ t[0][t[s - 1][i] & 0xff];
   }
   return t;
 }
@@ -42,10 +43,10 @@ uint32_t ExtendPortable(uint32_t crc, const char* data, size_t n) {
   uint32_t c = ~crc;
   while (n >= 8) {
     uint64_t v = LoadLE64(reinterpret_cast<const char*>(p)) ^ c;
-    c = kTables[7][v & 0xff] ^ kTables[6][(v >> 8) & 0xff] ^ kTables[5][(v >> 16) & 0xff] ^
-        kTables[4][(v >> 24) & 0xff] ^ kTables[3][(v >> 32) & 0xff] ^
-        kTables[2][(v >> 40) & 0xff] ^ kTables[1][(v >> 48) & 0xff] ^
-        kTables[0][(v >> 56) & 0xff];
+    c = kTables[7][v & 0xff] ^ kTables[6][(v >> 8) & 0xff] ^
+        kTables[5][(v >> 16) & 0xff] ^ kTables[4][(v >> 24) & 0xff] ^
+        kTables[3][(v >> 32) & 0xff] ^ kTables[2][(v >> 40) & 0xff] ^
+        kTables[1][(v >> 48) & 0xff] ^ kTables[0][(v >> 56) & 0xff];
     p += 8;
     n -= 8;
   }
@@ -79,7 +80,8 @@ uint32_t ExtendHardware(uint32_t crc, const char* data, size_t n) {
 #endif
 
 uint32_t Extend(uint32_t crc, const char* data, size_t n) {
-  return HardwareAvailable() ? ExtendHardware(crc, data, n) : ExtendPortable(crc, data, n);
+  return HardwareAvailable() ? ExtendHardware(crc, data, n)
+                             : ExtendPortable(crc, data, n);
 }
 
 }  // namespace sparktf::crc32c

@@ -95,7 +95,8 @@ void PutFeature(const Feature& f, std::string* out) {
 }
 
 size_t EntrySize(std::string_view key, size_t value_size) {
-  return 1 + VarintSize(key.size()) + key.size() + 1 + VarintSize(value_size) + value_size;
+  return 1 + VarintSize(key.size()) + key.size() + 1 + VarintSize(value_size) +
+         value_size;
 }
 
 // Writes one map entry: key (field 1) and value (field 2), always both.
@@ -218,7 +219,8 @@ Status DecodeSequenceExample(std::string_view data, SequenceExample* example) {
     if (!r.ReadTag(&field, &type)) return Malformed("bad tag in SequenceExample");
     std::string_view body;
     if (type == wire::kLen && (field == 1 || field == 2)) {
-      if (!r.ReadLengthDelimited(&body)) return Malformed("bad length in SequenceExample");
+      if (!r.ReadLengthDelimited(&body))
+        return Malformed("bad length in SequenceExample");
     } else {
       if (!r.Skip(type)) return Malformed("bad field in SequenceExample");
       continue;
@@ -238,7 +240,8 @@ Status DecodeSequenceExample(std::string_view data, SequenceExample* example) {
             if (!lr.ReadTag(&f, &t)) return Malformed("bad tag in FeatureList");
             if (f == 1 && t == wire::kLen) {
               std::string_view one;
-              if (!lr.ReadLengthDelimited(&one)) return Malformed("bad length in FeatureList");
+              if (!lr.ReadLengthDelimited(&one))
+                return Malformed("bad length in FeatureList");
               RETURN_NOT_OK(DecodeFeature(one, &features.emplace_back()));
             } else if (!lr.Skip(t)) {
               return Malformed("bad field in FeatureList");

@@ -54,7 +54,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)decoder->Append(in);
   auto cols = decoder->Finish();
   for (const auto& c : cols) {
-    if (c.bytes_offsets.back() != static_cast<int64_t>(c.bytes_data.size())) __builtin_trap();
+    if (c.bytes_offsets.back() != static_cast<int64_t>(c.bytes_data.size()))
+      __builtin_trap();
   }
 
   SchemaInferrer inferrer;

@@ -71,9 +71,10 @@ TEST(ExampleTest, EncodesLikeTensorFlow) {
   mixed.features["c"] = Bytes({"", "\xff"});
   out.clear();
   EncodeExample(mixed, &out);
-  EXPECT_EQ(Hex(out),
-            "0a330a0d0a0161120812060a040000c03f0a140a0162120f1a0d0a0b01ffffffffffffffffff01"
-            "0a0c0a016312070a050a000a01ff");
+  EXPECT_EQ(
+      Hex(out),
+      "0a330a0d0a0161120812060a040000c03f0a140a0162120f1a0d0a0b01ffffffffffffffffff01"
+      "0a0c0a016312070a050a000a01ff");
 }
 
 TEST(ExampleTest, RoundTripsExtremeValues) {
@@ -82,7 +83,8 @@ TEST(ExampleTest, RoundTripsExtremeValues) {
                              std::numeric_limits<int64_t>::max(), 1LL << 40});
   ex.features["float"] = Floats({std::numeric_limits<float>::infinity(),
                                  -std::numeric_limits<float>::infinity(), -0.0f, 1e-45f});
-  ex.features["bytes"] = Bytes({"", std::string("\0\xff\x80", 3), std::string(1000, 'z')});
+  ex.features["bytes"] =
+      Bytes({"", std::string("\0\xff\x80", 3), std::string(1000, 'z')});
   ex.features["empty_bytes"] = Bytes({});
   ex.features["empty_floats"] = Floats({});
   std::string out;
@@ -103,12 +105,13 @@ TEST(ExampleTest, DecodesUnpackedLists) {
   // Example{features{feature{key:"k" value{int64_list{value:5 value:-1}}}}} with the
   // int64 values unpacked (field 1 varint), and a float list unpacked (fixed32).
   std::string int64_list = "\x08\x05\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01";
-  std::string feature = "\x1a" + std::string(1, static_cast<char>(int64_list.size())) +
-                        int64_list;
+  std::string feature =
+      "\x1a" + std::string(1, static_cast<char>(int64_list.size())) + int64_list;
   std::string entry = std::string("\x0a\x01k\x12", 4) +
                       std::string(1, static_cast<char>(feature.size())) + feature;
   std::string features = "\x0a" + std::string(1, static_cast<char>(entry.size())) + entry;
-  std::string example = "\x0a" + std::string(1, static_cast<char>(features.size())) + features;
+  std::string example =
+      "\x0a" + std::string(1, static_cast<char>(features.size())) + features;
   Example ex;
   ASSERT_TRUE(DecodeExample(example, &ex).ok());
   EXPECT_EQ(ex.features["k"].int64_list, (std::vector<int64_t>{5, -1}));
@@ -119,7 +122,8 @@ TEST(ExampleTest, DecodesUnpackedLists) {
   std::vector<float> floats;
   std::vector<int64_t> ints;
   example_internal::FeatureSinks sinks{&floats, &ints, nullptr, nullptr};
-  std::string feat = "\x12" + std::string(1, static_cast<char>(float_list.size())) + float_list;
+  std::string feat =
+      "\x12" + std::string(1, static_cast<char>(float_list.size())) + float_list;
   ASSERT_TRUE(example_internal::DecodeFeatureInto(feat, &kind, sinks).ok());
   EXPECT_EQ(kind, FeatureKind::kFloat);
   EXPECT_EQ(floats, (std::vector<float>{1.0f, 2.0f}));
@@ -155,7 +159,8 @@ TEST(ExampleTest, UnknownFieldsAreSkipped) {
   ex.features["a"] = Ints({7});
   std::string out;
   EncodeExample(ex, &out);
-  std::string with_unknown = Unhex("1005") + out + Unhex("1d01020304");  // field 2, field 3
+  std::string with_unknown =
+      Unhex("1005") + out + Unhex("1d01020304");  // field 2, field 3
   Example back;
   ASSERT_TRUE(DecodeExample(with_unknown, &back).ok());
   EXPECT_EQ(back, ex);
@@ -173,13 +178,13 @@ TEST(ExampleTest, MalformedInputIsInvalidArgument) {
     EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << "prefix " << n;
   }
   const std::vector<std::string> bad = {
-      Unhex("0b"),                    // start-group wire type
-      Unhex("0c"),                    // end-group
-      Unhex("0f"),                    // wire type 7
-      Unhex("00"),                    // field number 0
-      Unhex("0affffffffffffffffff7f"),  // length with 10 continuation bytes
-      Unhex("0affffffff0f"),          // 4 GiB declared length, no data
-      Unhex("0a040a030a01"),          // entry declares more than Features holds
+      Unhex("0b"),                          // start-group wire type
+      Unhex("0c"),                          // end-group
+      Unhex("0f"),                          // wire type 7
+      Unhex("00"),                          // field number 0
+      Unhex("0affffffffffffffffff7f"),      // length with 10 continuation bytes
+      Unhex("0affffffff0f"),                // 4 GiB declared length, no data
+      Unhex("0a040a030a01"),                // entry declares more than Features holds
       Unhex("0a0b0a090a0161120412020a01"),  // packed float length not multiple of 4
   };
   for (const auto& b : bad) {

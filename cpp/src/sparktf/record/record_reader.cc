@@ -28,27 +28,28 @@ RecordReader::RecordReader(std::unique_ptr<InputStream> in,
   stream_size_ = in_->Size();
 }
 
-Result<std::unique_ptr<RecordReader>> RecordReader::Open(const std::string& path,
-                                                         const RecordReaderOptions& options) {
+Result<std::unique_ptr<RecordReader>> RecordReader::Open(
+    const std::string& path, const RecordReaderOptions& options) {
   ASSIGN_OR_RETURN(auto file, OpenInputFile(path));
   return Make(std::move(file), options);
 }
 
-Result<std::unique_ptr<RecordReader>> RecordReader::Make(std::unique_ptr<InputStream> raw,
-                                                         const RecordReaderOptions& options) {
+Result<std::unique_ptr<RecordReader>> RecordReader::Make(
+    std::unique_ptr<InputStream> raw, const RecordReaderOptions& options) {
   if (options.start_offset > options.end_offset) {
-    return Status::InvalidArgument("start_offset " + std::to_string(options.start_offset) +
-                                   " is past end_offset " +
-                                   std::to_string(options.end_offset));
+    return Status::InvalidArgument(
+        "start_offset " + std::to_string(options.start_offset) + " is past end_offset " +
+        std::to_string(options.end_offset));
   }
   auto in = MakeInflateStream(std::move(raw), options.compression);
   std::unique_ptr<RecordReader> reader(new RecordReader(std::move(in), options));
   if (options.start_offset > 0) {
     if (reader->stream_size_ >= 0) {
       if (options.start_offset > static_cast<uint64_t>(reader->stream_size_)) {
-        return Status::InvalidArgument(
-            "start_offset " + std::to_string(options.start_offset) + " is past the end of " +
-            reader->name() + " (" + std::to_string(reader->stream_size_) + " bytes)");
+        return Status::InvalidArgument("start_offset " +
+                                       std::to_string(options.start_offset) +
+                                       " is past the end of " + reader->name() + " (" +
+                                       std::to_string(reader->stream_size_) + " bytes)");
       }
       RETURN_NOT_OK(reader->in_->Seek(options.start_offset));
       reader->pos_ = options.start_offset;

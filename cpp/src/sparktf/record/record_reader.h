@@ -49,11 +49,11 @@ struct RecordReaderStats {
 
 class RecordReader {
  public:
-  static Result<std::unique_ptr<RecordReader>> Open(const std::string& path,
-                                                    const RecordReaderOptions& options = {});
+  static Result<std::unique_ptr<RecordReader>> Open(
+      const std::string& path, const RecordReaderOptions& options = {});
   // Reads from an already open (raw, still compressed) stream.
-  static Result<std::unique_ptr<RecordReader>> Make(std::unique_ptr<InputStream> raw,
-                                                    const RecordReaderOptions& options = {});
+  static Result<std::unique_ptr<RecordReader>> Make(
+      std::unique_ptr<InputStream> raw, const RecordReaderOptions& options = {});
   RecordReader(const RecordReader&) = delete;
   RecordReader& operator=(const RecordReader&) = delete;
 

@@ -1,10 +1,10 @@
 #include "sparktf/record/record_reader.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
-#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 
@@ -182,7 +182,8 @@ TEST(RecordReaderTest, SkipCorruptResynchronisesAndCounts) {
 TEST(RecordReaderTest, IndexSplitsAFileAmongReaders) {
   std::vector<std::string> records;
   for (int i = 0; i < 100; ++i) records.push_back("record-" + std::to_string(i));
-  auto dir = std::filesystem::temp_directory_path() / ("sparktf_idx_" + std::to_string(getpid()));
+  auto dir = std::filesystem::temp_directory_path() /
+             ("sparktf_idx_" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   for (Compression kind : {Compression::kNone, Compression::kGzip}) {
     const std::string path = (dir / "f.tfrecord").string();

@@ -39,21 +39,23 @@ RecordWriter::RecordWriter(std::unique_ptr<OutputStream> out, size_t buffer_size
   buf_.reserve(buffer_size_ + 64);
 }
 
-Result<std::unique_ptr<RecordWriter>> RecordWriter::Open(const std::string& path,
-                                                         const RecordWriterOptions& options) {
+Result<std::unique_ptr<RecordWriter>> RecordWriter::Open(
+    const std::string& path, const RecordWriterOptions& options) {
   ASSIGN_OR_RETURN(auto file, OpenOutputFile(path));
   return Make(std::move(file), options);
 }
 
-Result<std::unique_ptr<RecordWriter>> RecordWriter::Make(std::unique_ptr<OutputStream> raw,
-                                                         const RecordWriterOptions& options) {
+Result<std::unique_ptr<RecordWriter>> RecordWriter::Make(
+    std::unique_ptr<OutputStream> raw, const RecordWriterOptions& options) {
   ASSIGN_OR_RETURN(auto out, MakeDeflateStream(std::move(raw), options.compression,
                                                options.compression_level));
-  return std::unique_ptr<RecordWriter>(new RecordWriter(std::move(out), options.buffer_size));
+  return std::unique_ptr<RecordWriter>(
+      new RecordWriter(std::move(out), options.buffer_size));
 }
 
 Status RecordWriter::Write(std::string_view record) {
-  if (closed_) return Status::InvalidArgument("write " + out_->name() + ": writer is closed");
+  if (closed_)
+    return Status::InvalidArgument("write " + out_->name() + ": writer is closed");
   if (record.size() >= buffer_size_) {
     // Large records go straight through rather than through the buffer.
     RETURN_NOT_OK(Drain());

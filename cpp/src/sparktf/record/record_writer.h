@@ -22,10 +22,10 @@ struct RecordWriterOptions {
 // Not thread-safe. Close() must be called; the destructor does not flush.
 class RecordWriter {
  public:
-  static Result<std::unique_ptr<RecordWriter>> Open(const std::string& path,
-                                                    const RecordWriterOptions& options = {});
-  static Result<std::unique_ptr<RecordWriter>> Make(std::unique_ptr<OutputStream> raw,
-                                                    const RecordWriterOptions& options = {});
+  static Result<std::unique_ptr<RecordWriter>> Open(
+      const std::string& path, const RecordWriterOptions& options = {});
+  static Result<std::unique_ptr<RecordWriter>> Make(
+      std::unique_ptr<OutputStream> raw, const RecordWriterOptions& options = {});
   RecordWriter(const RecordWriter&) = delete;
   RecordWriter& operator=(const RecordWriter&) = delete;
 

@@ -12,8 +12,14 @@
 
 namespace sparktf::wire {
 
-enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLen = 2, kStartGroup = 3,
-                           kEndGroup = 4, kFixed32 = 5 };
+enum WireType : uint32_t {
+  kVarint = 0,
+  kFixed64 = 1,
+  kLen = 2,
+  kStartGroup = 3,
+  kEndGroup = 4,
+  kFixed32 = 5
+};
 
 inline uint32_t MakeTag(uint32_t field, WireType type) { return (field << 3) | type; }
 
@@ -40,7 +46,8 @@ inline size_t VarintSize(uint64_t v) {
 // A cursor over one message's bytes.
 class Reader {
  public:
-  explicit Reader(std::string_view data) : p_(data.data()), end_(data.data() + data.size()) {}
+  explicit Reader(std::string_view data)
+      : p_(data.data()), end_(data.data() + data.size()) {}
 
   bool done() const { return p_ == end_; }
   size_t remaining() const { return static_cast<size_t>(end_ - p_); }
