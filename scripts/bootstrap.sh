@@ -10,6 +10,8 @@ APT_PACKAGES=(g++ cmake ninja-build make pkg-config binutils zlib1g-dev libgtest
   nlohmann-json3-dev libcli11-dev libcsv-dev clang libclang-rt-14-dev libfuzzer-14-dev
   procps)
 PYTHON="${PYTHON:-python3}"
+# Caches stay inside the clone.
+export PIP_CACHE_DIR="$PWD/build/pip-cache"
 
 
 missing=()
