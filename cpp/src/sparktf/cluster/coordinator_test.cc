@@ -1,0 +1,303 @@
+#include "sparktf/cluster/coordinator.h"
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+
+#include <nlohmann/json.hpp>
+#include <atomic>
+#include <optional>
+#include <thread>
+
+namespace sparktf::cluster {
+namespace {
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+const std::string kToken = "0123456789abcdef0123456789abcdef";
+
+std::unique_ptr<Coordinator> StartCoordinator(int n, int ps = 0, std::string master = "",
+                                              bool eval = false,
+                                              std::chrono::milliseconds hb = 10s) {
+  CoordinatorOptions o;
+  o.bind_host = "127.0.0.1";
+  o.token = kToken;
+  o.num_nodes = n;
+  o.num_ps = ps;
+  o.master_node = master;
+  o.eval_node = eval;
+  o.heartbeat_timeout = hb;
+  auto c = Coordinator::Start(o);
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  return std::move(c).ValueOrDie();
+}
+
+HostPort Addr(const Coordinator& c) { return {"127.0.0.1", c.port()}; }
+
+// A fake node agent: registers and fetches its cluster spec.
+struct FakeNode {
+  Connection conn;
+  json spec;
+};
+
+FakeNode Join(const Coordinator& c, int executor_id, int port) {
+  auto conn = Connection::Open(Addr(c), kToken, 5s);
+  EXPECT_TRUE(conn.ok()) << conn.status().ToString();
+  Connection cn = std::move(conn).ValueOrDie();
+  json reg = {{"executor_id", executor_id}, {"host", "127.0.0.1"}, {"port", port}, {"pid", 1}};
+  EXPECT_TRUE(cn.Call(MessageType::kRegister, reg.dump(), MessageType::kRegistered, 5s).ok());
+  return {std::move(cn), json()};
+}
+
+json AwaitSpec(FakeNode& n) {
+  auto f = n.conn.Call(MessageType::kAwaitCluster, "{}", MessageType::kClusterSpec, 10s);
+  EXPECT_TRUE(f.ok()) << f.status().ToString();
+  return f.ok() ? json::parse(f->payload) : json();
+}
+
+void ReportExit(FakeNode& n, int code, const std::string& tb = "", bool stopped = false) {
+  json j = {{"exit_code", code}, {"traceback", tb}, {"stopped", stopped}};
+  auto r = n.conn.Call(MessageType::kReportExit, j.dump(), MessageType::kReportAck, 5s);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+}
+
+class CoordinatorRolesTest : public ::testing::TestWithParam<int> {};
+
+// Roles in TFoS's order for world sizes 2..6: ps first, then the chief, then
+// the evaluator, then workers, by executor id, whatever the arrival order.
+TEST_P(CoordinatorRolesTest, AssignsRolesInTfosOrder) {
+  const int n = GetParam();
+  const int ps = n >= 4 ? 1 : 0;
+  const bool eval = n >= 5;
+  auto coord = StartCoordinator(n, ps, "chief", eval);
+  std::vector<json> specs(n);
+  std::vector<std::optional<FakeNode>> nodes(n);  // connections stay open until the end
+  std::vector<std::thread> threads;
+  for (int i = n - 1; i >= 0; --i) {  // arrive in reverse order
+    threads.emplace_back([&, i] {
+      nodes[i].emplace(Join(*coord, i, 5000 + i));
+      specs[i] = AwaitSpec(*nodes[i]);
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_TRUE(coord->WaitReserved(1s).ok());
+  int e = 0;
+  for (int i = 0; i < ps; ++i, ++e) EXPECT_EQ(specs[e]["job_name"], "ps");
+  EXPECT_EQ(specs[e]["job_name"], "chief");
+  EXPECT_EQ(specs[e++]["task_index"], 0);
+  if (eval) {
+    EXPECT_EQ(specs[e++]["job_name"], "evaluator");
+  }
+  for (int w = 0; e < n; ++e, ++w) {
+    EXPECT_EQ(specs[e]["job_name"], "worker");
+    EXPECT_EQ(specs[e]["task_index"], w);
+  }
+  json tf = json::parse(specs[n - 1]["tf_config"].get<std::string>());
+  EXPECT_EQ(tf["task"]["type"], "worker");
+  EXPECT_EQ(tf["environment"], "cloud");
+  EXPECT_FALSE(tf["cluster"].contains("evaluator"));
+  EXPECT_EQ(tf["cluster"]["chief"][0], "127.0.0.1:" + std::to_string(5000 + ps));
+  EXPECT_EQ(specs[0]["num_workers"], n - ps - (eval ? 1 : 0));
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, CoordinatorRolesTest, ::testing::Values(2, 3, 4, 5, 6));
+
+TEST(CoordinatorTest, RefusesBadTokenAndKeepsServing) {
+  auto coord = StartCoordinator(1);
+  auto bad = Connection::Open(Addr(*coord), "wrong-token", 5s);
+  EXPECT_EQ(bad.status().code(), StatusCode::kUnauthenticated) << bad.status().ToString();
+  // A frame other than HELLO first is refused the same way.
+  auto raw = ConnectTcp(Addr(*coord), 5s);
+  ASSERT_TRUE(raw.ok());
+  std::string frame;
+  AppendFrame(MessageType::kGetStatus, "{}", &frame);
+  ASSERT_TRUE(WriteAll(raw->get(), frame).ok());
+  char buf[256];
+  ssize_t n = ::recv(raw->get(), buf, sizeof(buf), 0);
+  EXPECT_GT(n, 0);  // an ERROR frame, then the connection closes
+  EXPECT_EQ(::recv(raw->get(), buf, sizeof(buf), 0), 0);
+  FakeNode ok = Join(*coord, 0, 1);
+  EXPECT_TRUE(coord->WaitReserved(2s).ok());
+  EXPECT_EQ(coord->rejected_connections(), 2);
+}
+
+TEST(CoordinatorTest, RefusesMalformedAndOversizedFramesAndKeepsServing) {
+  CoordinatorOptions o;
+  o.bind_host = "127.0.0.1";
+  o.token = kToken;
+  o.num_nodes = 1;
+  o.max_frame_size = 1024;
+  auto coord = std::move(Coordinator::Start(o)).ValueOrDie();
+  {
+    auto raw = ConnectTcp(Addr(*coord), 5s);
+    ASSERT_TRUE(WriteAll(raw->get(), "GET / HTTP/1.0\r\n\r\n").ok());
+    char buf[256];
+    EXPECT_GT(::recv(raw->get(), buf, sizeof(buf), 0), 0);
+  }
+  {
+    auto conn = Connection::Open(Addr(*coord), kToken, 5s);
+    ASSERT_TRUE(conn.ok());
+    auto r = conn->Call(MessageType::kRegister, std::string(4096, '{'), MessageType::kRegistered,
+                        5s);
+    EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted) << r.status().ToString();
+  }
+  {
+    auto conn = Connection::Open(Addr(*coord), kToken, 5s);
+    auto r = conn->Call(MessageType::kRegister, "not json", MessageType::kRegistered, 5s);
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    auto conn2 = Connection::Open(Addr(*coord), kToken, 5s);
+    json reg = {{"executor_id", 7}, {"host", "h"}, {"port", 1}};
+    r = conn2->Call(MessageType::kRegister, reg.dump(), MessageType::kRegistered, 5s);
+    EXPECT_NE(r.status().message().find("outside 0..0"), std::string::npos);
+  }
+  FakeNode ok = Join(*coord, 0, 1);
+  EXPECT_TRUE(coord->WaitReserved(2s).ok());
+  EXPECT_EQ(coord->rejected_connections(), 4);
+}
+
+TEST(CoordinatorTest, ReservationTimeoutNamesMissingExecutors) {
+  auto coord = StartCoordinator(3);
+  FakeNode a = Join(*coord, 0, 1);
+  Status st = coord->WaitReserved(300ms);
+  EXPECT_EQ(st.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_NE(st.message().find("1 of 3 nodes registered; missing executors: 1, 2"),
+            std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("task slot per executor"), std::string::npos);
+}
+
+TEST(CoordinatorTest, DuplicateExecutorIsRefused) {
+  auto coord = StartCoordinator(2);
+  FakeNode a = Join(*coord, 0, 1);
+  auto conn = Connection::Open(Addr(*coord), kToken, 5s);
+  json reg = {{"executor_id", 0}, {"host", "h"}, {"port", 2}};
+  auto r = conn->Call(MessageType::kRegister, reg.dump(), MessageType::kRegistered, 5s);
+  EXPECT_NE(r.status().message().find("registered twice"), std::string::npos);
+}
+
+TEST(CoordinatorTest, FailedNodeAbortsTheOthersWithItsTraceback) {
+  auto coord = StartCoordinator(3);
+  std::vector<FakeNode> nodes;
+  for (int i = 0; i < 3; ++i) nodes.push_back(Join(*coord, i, 100 + i));
+  for (auto& n : nodes) AwaitSpec(n);
+  ReportExit(nodes[1], 1, "Traceback (most recent call last):\nValueError: boom");
+  for (int i : {0, 2}) {
+    auto f = nodes[i].conn.Receive(5s);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    EXPECT_EQ(f->type, MessageType::kAbort);
+    EXPECT_NE(f->payload.find("ValueError: boom"), std::string::npos);
+  }
+  Status st = coord->WaitFinished(1s);
+  EXPECT_EQ(st.code(), StatusCode::kAborted);
+  EXPECT_NE(st.message().find("worker:1 (executor 1 on 127.0.0.1) failed with exit code 1"),
+            std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("ValueError: boom"), std::string::npos);
+}
+
+TEST(CoordinatorTest, LostConnectionAbortsTheCluster) {
+  auto coord = StartCoordinator(2);
+  FakeNode a = Join(*coord, 0, 1);
+  {
+    FakeNode b = Join(*coord, 1, 2);
+    AwaitSpec(b);
+  }  // b's connection closes without an exit report
+  AwaitSpec(a);
+  auto f = a.conn.Receive(5s);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->type, MessageType::kAbort);
+  Status st = coord->WaitFinished(1s);
+  EXPECT_NE(st.message().find("was lost"), std::string::npos) << st.message();
+}
+
+TEST(CoordinatorTest, SilentNodeIsLostAfterHeartbeatTimeout) {
+  auto coord = StartCoordinator(1, 0, "", false, 300ms);
+  FakeNode a = Join(*coord, 0, 1);
+  AwaitSpec(a);
+  auto t0 = std::chrono::steady_clock::now();
+  Status st = coord->WaitFinished(5s);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+  EXPECT_NE(st.message().find("sent no heartbeat"), std::string::npos) << st.message();
+}
+
+TEST(CoordinatorTest, WorkersDoneStopsParameterServers) {
+  auto coord = StartCoordinator(3, 1);
+  std::vector<FakeNode> nodes;
+  for (int i = 0; i < 3; ++i) nodes.push_back(Join(*coord, i, 100 + i));
+  for (auto& n : nodes) AwaitSpec(n);
+  ReportExit(nodes[1], 0);
+  ReportExit(nodes[2], 0);
+  auto f = nodes[0].conn.Receive(5s);  // the ps is told to stop
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->type, MessageType::kStop);
+  ReportExit(nodes[0], -15, "", /*stopped=*/true);
+  EXPECT_TRUE(coord->WaitFinished(2s).ok());
+  json status = json::parse(coord->StatusJson());
+  EXPECT_TRUE(status["finished"].get<bool>());
+  EXPECT_FALSE(status["aborted"].get<bool>());
+}
+
+TEST(CoordinatorTest, BarrierReleasesAllOnlyWhenAllArrive) {
+  auto coord = StartCoordinator(3);
+  std::vector<std::thread> threads;
+  std::atomic<int> arrived{0};
+  for (int i = 0; i < 3; ++i) {
+    threads.emplace_back([&, i] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100 * i));
+      auto conn = Connection::Open(Addr(*coord), kToken, 5s);
+      json b = {{"name", "start"}, {"executor_id", i}};
+      ++arrived;
+      auto r = conn->Call(MessageType::kBarrier, b.dump(), MessageType::kBarrierDone, 5s);
+      EXPECT_TRUE(r.ok()) << r.status().ToString();
+      EXPECT_EQ(arrived.load(), 3);  // nobody is released before the last arrives
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
+TEST(CoordinatorTest, RejectsImpossibleRoleCounts) {
+  CoordinatorOptions o;
+  o.token = kToken;
+  o.num_nodes = 2;
+  o.num_ps = 2;
+  EXPECT_EQ(Coordinator::Start(o).status().code(), StatusCode::kInvalidArgument);
+  o.num_ps = 0;
+  o.master_node = "boss";
+  EXPECT_EQ(Coordinator::Start(o).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(FrameDecoderTest, SplitsAndRejects) {
+  std::string bytes;
+  AppendFrame(MessageType::kHeartbeat, "{\"a\":1}", &bytes);
+  AppendFrame(MessageType::kStop, "", &bytes);
+  FrameDecoder d;
+  Frame f;
+  bool have;
+  for (char ch : bytes) {  // one byte at a time
+    d.Feed({&ch, 1});
+  }
+  ASSERT_TRUE(d.Next(&f, &have).ok());
+  ASSERT_TRUE(have);
+  EXPECT_EQ(f.type, MessageType::kHeartbeat);
+  EXPECT_EQ(f.payload, "{\"a\":1}");
+  ASSERT_TRUE(d.Next(&f, &have).ok());
+  EXPECT_EQ(f.type, MessageType::kStop);
+  ASSERT_TRUE(d.Next(&f, &have).ok());
+  EXPECT_FALSE(have);
+  // One flipped byte in each header field.
+  for (size_t at : {0u, 4u, 10u}) {
+    std::string bad;
+    AppendFrame(MessageType::kHeartbeat, "{}", &bad);
+    bad[at] ^= 0x40;
+    FrameDecoder d2(1024);
+    d2.Feed(bad);
+    EXPECT_FALSE(d2.Next(&f, &have).ok()) << "flip at " << at;
+    EXPECT_FALSE(d2.Next(&f, &have).ok());  // sticky
+  }
+  EXPECT_TRUE(TokensEqual("abc", "abc"));
+  EXPECT_FALSE(TokensEqual("abc", "abd"));
+  EXPECT_FALSE(TokensEqual("abc", "abcd"));
+}
+
+}  // namespace
+}  // namespace sparktf::cluster

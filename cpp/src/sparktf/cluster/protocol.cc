@@ -1,0 +1,190 @@
+#include "sparktf/cluster/protocol.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+namespace sparktf::cluster {
+
+using nlohmann::json;
+
+std::string_view MessageTypeName(MessageType type) {
+  switch (type) {
+    case MessageType::kHello: return "HELLO";
+    case MessageType::kWelcome: return "WELCOME";
+    case MessageType::kError: return "ERROR";
+    case MessageType::kRegister: return "REGISTER";
+    case MessageType::kRegistered: return "REGISTERED";
+    case MessageType::kAwaitCluster: return "AWAIT_CLUSTER";
+    case MessageType::kClusterSpec: return "CLUSTER_SPEC";
+    case MessageType::kHeartbeat: return "HEARTBEAT";
+    case MessageType::kReportExit: return "REPORT_EXIT";
+    case MessageType::kReportAck: return "REPORT_ACK";
+    case MessageType::kBarrier: return "BARRIER";
+    case MessageType::kBarrierDone: return "BARRIER_DONE";
+    case MessageType::kAbort: return "ABORT";
+    case MessageType::kStop: return "STOP";
+    case MessageType::kGetStatus: return "GET_STATUS";
+    case MessageType::kStatus: return "STATUS";
+  }
+  return "UNKNOWN";
+}
+
+void AppendFrame(MessageType type, std::string_view payload, std::string* out) {
+  char header[kFrameHeaderSize];
+  const uint32_t magic = kFrameMagic;
+  const uint16_t version = kProtocolVersion;
+  const auto t = static_cast<uint16_t>(type);
+  const auto len = static_cast<uint32_t>(payload.size());
+  std::memcpy(header, &magic, 4);
+  std::memcpy(header + 4, &version, 2);
+  std::memcpy(header + 6, &t, 2);
+  std::memcpy(header + 8, &len, 4);
+  out->append(header, kFrameHeaderSize);
+  out->append(payload);
+}
+
+Status FrameDecoder::Next(Frame* frame, bool* have) {
+  *have = false;
+  if (!error_.ok()) return error_;
+  if (buffered() < kFrameHeaderSize) return Status::OK();
+  const char* h = buf_.data() + pos_;
+  uint32_t magic, len;
+  uint16_t version, type;
+  std::memcpy(&magic, h, 4);
+  std::memcpy(&version, h + 4, 2);
+  std::memcpy(&type, h + 6, 2);
+  std::memcpy(&len, h + 8, 4);
+  if (magic != kFrameMagic) {
+    error_ = Status::InvalidArgument("bad frame magic (not a sparktf peer?)");
+    return error_;
+  }
+  if (version != kProtocolVersion) {
+    error_ = Status::InvalidArgument("unsupported protocol version " + std::to_string(version) +
+                                     " (this side speaks " +
+                                     std::to_string(kProtocolVersion) + ")");
+    return error_;
+  }
+  if (len > max_frame_size_) {
+    error_ = Status::ResourceExhausted("frame of " + std::to_string(len) +
+                                       " bytes exceeds the limit of " +
+                                       std::to_string(max_frame_size_));
+    return error_;
+  }
+  if (buffered() < kFrameHeaderSize + len) return Status::OK();
+  frame->type = static_cast<MessageType>(type);
+  frame->payload.assign(h + kFrameHeaderSize, len);
+  pos_ += kFrameHeaderSize + len;
+  if (pos_ > (1 << 16) && pos_ * 2 > buf_.size()) {
+    buf_.erase(0, pos_);
+    pos_ = 0;
+  }
+  *have = true;
+  return Status::OK();
+}
+
+bool TokensEqual(std::string_view a, std::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  const size_t n = std::max(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= x ^ y;
+  }
+  return diff == 0;
+}
+
+std::string ErrorPayload(const Status& st) {
+  return json{{"code", static_cast<int>(st.code())}, {"message", st.message()}}.dump();
+}
+
+Status ErrorFromPayload(std::string_view payload, const std::string& peer) {
+  json j = json::parse(payload, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Status::Internal(peer + " sent an unreadable error");
+  }
+  int code = j.value("code", static_cast<int>(StatusCode::kInternal));
+  if (code <= 0 || code > static_cast<int>(StatusCode::kInternal)) {
+    code = static_cast<int>(StatusCode::kInternal);
+  }
+  return Status(static_cast<StatusCode>(code), peer + ": " + j.value("message", ""));
+}
+
+Result<Connection> Connection::Open(const HostPort& addr, const std::string& token,
+                                    std::chrono::milliseconds timeout) {
+  ASSIGN_OR_RETURN(UniqueFd fd, ConnectTcp(addr, timeout));
+  Connection conn(std::move(fd), addr);
+  const std::string where = "coordinator " + addr.ToString();
+  ASSIGN_OR_RETURN(Frame reply, conn.Call(MessageType::kHello, token, MessageType::kWelcome,
+                                          timeout));
+  (void)reply;
+  return conn;
+}
+
+Status Connection::Send(MessageType type, std::string_view payload) {
+  std::string frame;
+  AppendFrame(type, payload, &frame);
+  return WriteAll(fd_.get(), frame).WithContext("send to " + peer_.ToString());
+}
+
+Status Connection::ReadAvailable() {
+  char buf[65536];
+  while (true) {
+    ssize_t n = ::recv(fd_.get(), buf, sizeof(buf), MSG_DONTWAIT);
+    if (n > 0) {
+      decoder_.Feed({buf, static_cast<size_t>(n)});
+      if (static_cast<size_t>(n) < sizeof(buf)) return Status::OK();
+      continue;
+    }
+    if (n == 0) return Status::Unavailable(peer_.ToString() + " closed the connection");
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return Status::OK();
+    return Status::FromErrno("receive from " + peer_.ToString(), errno);
+  }
+}
+
+Result<bool> Connection::NextBuffered(Frame* frame) {
+  bool have = false;
+  RETURN_NOT_OK(decoder_.Next(frame, &have).WithContext(peer_.ToString()));
+  if (have && frame->type == MessageType::kError) {
+    return ErrorFromPayload(frame->payload, peer_.ToString());
+  }
+  return have;
+}
+
+Result<Frame> Connection::Receive(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  Frame frame;
+  while (true) {
+    ASSIGN_OR_RETURN(bool have, NextBuffered(&frame));
+    if (have) return frame;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      return Status::DeadlineExceeded("no reply from " + peer_.ToString() + " within " +
+                                      std::to_string(timeout.count()) + " ms");
+    }
+    pollfd p{fd_.get(), POLLIN, 0};
+    int rc = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (rc < 0 && errno != EINTR) return Status::FromErrno("poll", errno);
+    if (rc > 0) RETURN_NOT_OK(ReadAvailable());
+  }
+}
+
+Result<Frame> Connection::Call(MessageType type, std::string_view payload, MessageType expect,
+                               std::chrono::milliseconds timeout) {
+  RETURN_NOT_OK(Send(type, payload));
+  ASSIGN_OR_RETURN(Frame reply, Receive(timeout));
+  if (reply.type != expect) {
+    return Status::Internal(peer_.ToString() + " answered " +
+                            std::string(MessageTypeName(type)) + " with " +
+                            std::string(MessageTypeName(reply.type)) + ", expected " +
+                            std::string(MessageTypeName(expect)));
+  }
+  return reply;
+}
+
+}  // namespace sparktf::cluster

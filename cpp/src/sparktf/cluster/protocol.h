@@ -1,0 +1,115 @@
+// The coordinator protocol (docs/protocol.md): length-prefixed frames over TCP.
+//
+// Frame: magic u32 "STF1" | version u16 | type u16 | payload length u32 (all
+// little-endian) | payload. The first frame on every connection is HELLO whose
+// payload is the cluster's token, compared in constant time before anything
+// else is parsed; every later payload is a JSON object.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "sparktf/common/net.h"
+#include "sparktf/common/result.h"
+
+namespace sparktf::cluster {
+
+constexpr uint32_t kFrameMagic = 0x31465453;  // bytes "STF1"
+constexpr uint16_t kProtocolVersion = 1;
+constexpr size_t kFrameHeaderSize = 12;
+constexpr size_t kDefaultMaxFrameSize = 16 << 20;
+constexpr size_t kMaxTokenSize = 256;
+
+constexpr std::chrono::milliseconds kDefaultConnectTimeout{30000};
+constexpr std::chrono::milliseconds kDefaultHelloTimeout{5000};
+constexpr std::chrono::milliseconds kDefaultHeartbeatInterval{1000};
+constexpr std::chrono::milliseconds kDefaultHeartbeatTimeout{10000};
+
+enum class MessageType : uint16_t {
+  kHello = 1,         // client -> coordinator: payload = token (raw bytes)
+  kWelcome = 2,       // coordinator -> client: {}
+  kError = 3,         // either way: {"code": int, "message": str}; then close
+  kRegister = 10,     // node: {"executor_id", "host", "port", "pid", "gpus"}
+  kRegistered = 11,   // {"num_nodes", "registered"}
+  kAwaitCluster = 12, // node: {} ; answered by kClusterSpec once all registered
+  kClusterSpec = 13,  // {"cluster_spec", "job_name", "task_index", "worker_num", ...}
+  kHeartbeat = 20,    // node: {"state"}
+  kReportExit = 30,   // node: {"exit_code", "signal", "stopped", "traceback", "stderr_tail"}
+  kReportAck = 31,    // {}
+  kBarrier = 40,      // node: {"name"}
+  kBarrierDone = 41,  // {"name"}
+  kAbort = 50,        // coordinator -> nodes: {"reason"}; nodes kill their processes
+  kStop = 51,         // coordinator -> service nodes (ps, evaluator): finish cleanly
+  kGetStatus = 60,    // any client: {}
+  kStatus = 61,       // the cluster's status JSON
+};
+
+std::string_view MessageTypeName(MessageType type);
+
+struct Frame {
+  MessageType type = MessageType::kError;
+  std::string payload;
+};
+
+void AppendFrame(MessageType type, std::string_view payload, std::string* out);
+
+// Splits a byte stream into frames. Errors are sticky: after a bad magic,
+// version or size the stream cannot be resynchronised and must be closed.
+class FrameDecoder {
+ public:
+  explicit FrameDecoder(size_t max_frame_size = kDefaultMaxFrameSize)
+      : max_frame_size_(max_frame_size) {}
+  void Feed(std::string_view bytes) { buf_.append(bytes); }
+  // OK with *have = false when more bytes are needed. InvalidArgument for a bad
+  // header, ResourceExhausted for a frame over the size limit.
+  Status Next(Frame* frame, bool* have);
+  size_t buffered() const { return buf_.size() - pos_; }
+
+ private:
+  std::string buf_;
+  size_t pos_ = 0;
+  size_t max_frame_size_;
+  Status error_;
+};
+
+// Constant-time comparison (no early exit on the first difference).
+bool TokensEqual(std::string_view a, std::string_view b);
+
+// A blocking client connection, authenticated. Not thread-safe.
+class Connection {
+ public:
+  // Connects, sends HELLO and waits for WELCOME. Errors name the address:
+  // "connect 10.0.0.5:4711: Connection refused", Unauthenticated for a wrong
+  // token.
+  static Result<Connection> Open(const HostPort& addr, const std::string& token,
+                                 std::chrono::milliseconds timeout = kDefaultConnectTimeout);
+  Status Send(MessageType type, std::string_view payload);
+  // Waits up to timeout for the next frame: DeadlineExceeded when none came,
+  // Unavailable when the peer closed; a kError frame becomes its Status.
+  Result<Frame> Receive(std::chrono::milliseconds timeout);
+  // Sends a request and waits for a reply of type `expect`, skipping nothing:
+  // any other type is an error.
+  Result<Frame> Call(MessageType type, std::string_view payload, MessageType expect,
+                     std::chrono::milliseconds timeout);
+  // For poll loops: reads what is available into the decoder (non-blocking).
+  // Unavailable when the peer closed.
+  Status ReadAvailable();
+  // The next complete frame already read, if any.
+  Result<bool> NextBuffered(Frame* frame);
+  int fd() const { return fd_.get(); }
+  const HostPort& peer() const { return peer_; }
+
+ private:
+  Connection(UniqueFd fd, HostPort peer) : fd_(std::move(fd)), peer_(std::move(peer)) {}
+  UniqueFd fd_;
+  HostPort peer_;
+  FrameDecoder decoder_;
+};
+
+// Turns a kError payload into a Status (message prefixed by the peer).
+Status ErrorFromPayload(std::string_view payload, const std::string& peer);
+std::string ErrorPayload(const Status& st);
+
+}  // namespace sparktf::cluster

@@ -1,0 +1,68 @@
+// Minimal POSIX TCP helpers. File descriptors are owned by UniqueFd.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <utility>
+
+#include "sparktf/common/result.h"
+
+namespace sparktf {
+
+// Owns a file descriptor; closes it on destruction (a close error there is
+// ignored: these are sockets and pipes, not files with data to flush).
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  ~UniqueFd() { Reset(); }
+  UniqueFd(UniqueFd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  UniqueFd& operator=(UniqueFd&& o) noexcept {
+    if (this != &o) {
+      Reset();
+      fd_ = std::exchange(o.fd_, -1);
+    }
+    return *this;
+  }
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int Release() { return std::exchange(fd_, -1); }
+  void Reset(int fd = -1);
+
+ private:
+  int fd_ = -1;
+};
+
+struct HostPort {
+  std::string host;
+  int port = 0;
+  std::string ToString() const;
+};
+
+// Parses "host:port" (IPv4 or a name; "[v6]:port" for IPv6).
+Result<HostPort> ParseHostPort(const std::string& s);
+
+// A listening TCP socket on host:port (port 0 picks a free one).
+Result<UniqueFd> ListenTcp(const std::string& host, int port, int backlog = 128);
+
+// Binds (without listening) a TCP socket to a free port on all interfaces with
+// SO_REUSEADDR and SO_REUSEPORT, which reserves the port against other
+// programs while still letting a server that sets SO_REUSEPORT (gRPC does)
+// bind it. *port receives the port.
+Result<UniqueFd> ReservePort(int* port);
+
+// Connects with a deadline; the error names the address ("connect 10.0.0.5:4711:
+// Connection refused").
+Result<UniqueFd> ConnectTcp(const HostPort& addr, std::chrono::milliseconds timeout);
+
+int LocalPort(int fd);
+std::string LocalAddress(int fd);  // the IP this socket uses, e.g. "10.0.0.7"
+Status SetNonBlocking(int fd, bool on);
+
+// Writes all of data (blocking fd), or fails.
+Status WriteAll(int fd, std::string_view data);
+
+}  // namespace sparktf
