@@ -9,7 +9,7 @@ cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz
 corpus=build/fuzz/corpus
 crashes=build/fuzz/crashes
-mkdir -p "$corpus/record_reader_fuzz" "$corpus/example_fuzz" "$crashes"
+mkdir -p "$corpus/record_reader_fuzz" "$corpus/example_fuzz" "$corpus/protocol_fuzz" "$crashes"
 .venv/bin/python - "$corpus" <<'PY'
 import os, sys, zlib, gzip
 from sparktf import records as r
@@ -29,9 +29,19 @@ seeds = {"plain": b"\x00" + plain, "gzip": b"\x01" + gzip.compress(plain),
          "zlib": b"\x02" + zlib.compress(plain), "skip": b"\x04" + plain[:-3] + b"junk"}
 for name, data in seeds.items():
     open(os.path.join(corpus, "record_reader_fuzz", name), "wb").write(data)
+import struct
+def frame(t, payload):
+    return struct.pack("<IHHI", 0x31465453, 1, t, len(payload)) + payload
+reg = b'{"executor_id": 0, "host": "127.0.0.1", "port": 1}'
+protocol = {"register": b"\x01" + frame(10, reg) + frame(12, b"{}") + frame(20, b'{"state":"running"}'),
+            "exit": b"\x01" + frame(10, reg) + frame(30, b'{"exit_code": 0}'),
+            "barrier": b"\x01" + frame(40, b'{"name": "b", "executor_id": 1, "count": 1}'),
+            "status": b"\x01" + frame(60, b"{}"), "nohello": b"\x00" + frame(60, b"{}")}
+for name, data in protocol.items():
+    open(os.path.join(corpus, "protocol_fuzz", name), "wb").write(data)
 PY
 status=0
-for target in record_reader_fuzz example_fuzz; do
+for target in record_reader_fuzz example_fuzz protocol_fuzz; do
   echo "fuzz: $target for ${seconds}s"
   if ! build/fuzz/cpp/$target "$corpus/$target" -max_total_time="$seconds" \
        -rss_limit_mb=2048 -max_len=65536 -artifact_prefix="$crashes/$target-" \

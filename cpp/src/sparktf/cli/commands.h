@@ -11,6 +11,7 @@
 namespace sparktf::cli {
 
 void AddRecordsCommands(CLI::App* records);
+void AddClusterCommands(CLI::App* app);
 
 struct ConvertOptions {
   std::vector<std::string> inputs;

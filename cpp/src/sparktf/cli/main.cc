@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
       app.add_subcommand("records", "Read, check and convert TFRecord files");
   records->require_subcommand(1);
   sparktf::cli::AddRecordsCommands(records);
+  sparktf::cli::AddClusterCommands(&app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

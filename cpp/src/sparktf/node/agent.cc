@@ -1,0 +1,340 @@
+#include "sparktf/node/agent.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+extern char** environ;
+
+namespace sparktf::node {
+namespace {
+
+using cluster::Connection;
+using cluster::Frame;
+using cluster::MessageType;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+// Keeps the last N lines written through it.
+class TailBuffer {
+ public:
+  explicit TailBuffer(size_t max_lines) : max_lines_(max_lines) {}
+  void Append(std::string_view s) {
+    for (char c : s) {
+      if (c == '\n') {
+        lines_.push_back(std::move(partial_));
+        partial_.clear();
+        if (lines_.size() > max_lines_) lines_.pop_front();
+      } else if (partial_.size() < 4096) {
+        partial_ += c;
+      }
+    }
+  }
+  std::string str() const {
+    std::string out;
+    for (const auto& l : lines_) out += l + "\n";
+    return out + partial_;
+  }
+
+ private:
+  size_t max_lines_;
+  std::deque<std::string> lines_;
+  std::string partial_;
+};
+
+// Forks and execs argv in a new process group; stderr goes to stderr_fd (if
+// >= 0); keep_fd (if >= 0) survives exec. The child gets the original signal mask.
+Result<pid_t> Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                    int stderr_fd, int keep_fd, const sigset_t& mask) {
+  std::vector<char*> cargv, cenv;
+  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  for (const auto& e : env) cenv.push_back(const_cast<char*>(e.c_str()));
+  cenv.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) return Status::FromErrno("fork", errno);
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::sigprocmask(SIG_SETMASK, &mask, nullptr);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the agent
+    if (stderr_fd >= 0) ::dup2(stderr_fd, 2);
+    if (keep_fd >= 0) ::fcntl(keep_fd, F_SETFD, 0);
+    ::execvpe(cargv[0], cargv.data(), cenv.data());
+    const std::string msg = "sparktf agent: cannot run " + argv[0] + ": " + std::strerror(errno) + "\n";
+    (void)!::write(2, msg.data(), msg.size());
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);
+  return pid;
+}
+
+// Terminates a process group: SIGTERM, then SIGKILL after `grace`. Reaps the
+// leader and returns its wait status.
+int KillGroup(pid_t pid, std::chrono::milliseconds grace) {
+  int status = 0;
+  ::kill(-pid, SIGTERM);
+  const auto deadline = Clock::now() + grace;
+  while (Clock::now() < deadline) {
+    pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) {
+      ::kill(-pid, SIGKILL);  // stragglers in the group
+      return status;
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  ::kill(-pid, SIGKILL);
+  ::waitpid(pid, &status, 0);
+  return status;
+}
+
+std::string ReadSmallFile(const std::string& path, size_t limit = 64 * 1024) {
+  if (path.empty()) return "";
+  std::ifstream in(path, std::ios::binary);
+  std::string out(limit, '\0');
+  in.read(out.data(), static_cast<std::streamsize>(limit));
+  out.resize(static_cast<size_t>(in.gcount()));
+  return out;
+}
+
+Result<Connection> ConnectWithRetry(const AgentOptions& o) {
+  const auto deadline = Clock::now() + o.connect_timeout;
+  Status last;
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) break;
+    auto conn = Connection::Open(o.coordinator, o.token, std::min<std::chrono::milliseconds>(left, 5s));
+    if (conn.ok()) return conn;
+    last = conn.status();
+    if (last.code() == StatusCode::kUnauthenticated) return last;
+    std::this_thread::sleep_for(200ms);
+  }
+  return last.WithContext("register with coordinator " + o.coordinator.ToString() + " (gave up after " +
+                          std::to_string(o.connect_timeout.count() / 1000) + " s)");
+}
+
+bool IsTensorBoardNode(const json& spec) {
+  const std::string job = spec.value("job_name", "");
+  if (job == "chief" || job == "master") return true;
+  const json& cs = spec["cluster_spec"];
+  return job == "worker" && spec.value("task_index", -1) == 0 && !cs.contains("chief") &&
+         !cs.contains("master");
+}
+
+}  // namespace
+
+Result<int> RunAgent(const AgentOptions& o) {
+  if (o.command.empty()) return Status::InvalidArgument("no command to run");
+  if (o.die_with_parent) {
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() == 1) return Status::Cancelled("parent process already gone");
+  }
+  sigset_t mask, orig;
+  sigemptyset(&mask);
+  for (int s : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) sigaddset(&mask, s);
+  ::sigprocmask(SIG_BLOCK, &mask, &orig);
+  UniqueFd sigfd(::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!sigfd.valid()) return Status::FromErrno("signalfd", errno);
+
+  int port = 0;
+  ASSIGN_OR_RETURN(UniqueFd port_fd, ReservePort(&port));
+  ASSIGN_OR_RETURN(Connection conn, ConnectWithRetry(o));
+  const std::string host = LocalAddress(conn.fd());
+  json gpus = o.gpus;
+  json reg = {{"executor_id", o.executor_id}, {"host", host}, {"port", port},
+              {"pid", ::getpid()}, {"gpus", gpus}};
+  RETURN_NOT_OK(conn.Call(MessageType::kRegister, reg.dump(), MessageType::kRegistered, 30s).status());
+  RETURN_NOT_OK(conn.Send(MessageType::kAwaitCluster, "{}"));
+
+  // Wait for the cluster spec, heartbeating so the coordinator knows we live.
+  json spec;
+  {
+    const auto deadline = Clock::now() + o.reservation_timeout;
+    auto next_beat = Clock::now() + o.heartbeat_interval;
+    Frame f;
+    while (spec.is_null()) {
+      ASSIGN_OR_RETURN(bool have, conn.NextBuffered(&f));
+      if (have) {
+        if (f.type == MessageType::kClusterSpec) {
+          spec = json::parse(f.payload, nullptr, false);
+          if (!spec.is_object()) return Status::Internal("unreadable cluster spec");
+        } else if (f.type == MessageType::kAbort) {
+          return Status::Aborted("cluster aborted before it started: " +
+                                 json::parse(f.payload, nullptr, false).value("reason", ""));
+        }
+        continue;
+      }
+      const auto now = Clock::now();
+      if (now >= deadline) {
+        return Status::DeadlineExceeded("no cluster spec from " + o.coordinator.ToString() + " within " +
+                                        std::to_string(o.reservation_timeout.count() / 1000) +
+                                        " s (other executors did not register)");
+      }
+      if (now >= next_beat) {
+        RETURN_NOT_OK(conn.Send(MessageType::kHeartbeat, R"({"state":"waiting"})"));
+        next_beat = now + o.heartbeat_interval;
+      }
+      pollfd fds[2] = {{conn.fd(), POLLIN, 0}, {sigfd.get(), POLLIN, 0}};
+      auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::min(deadline, next_beat) - Clock::now());
+      ::poll(fds, 2, static_cast<int>(std::max<int64_t>(wait.count(), 0)));
+      if (fds[1].revents & POLLIN) return Status::Cancelled("agent terminated before the cluster formed");
+      if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) RETURN_NOT_OK(conn.ReadAvailable());
+    }
+  }
+
+  // Environment of the TF process.
+  std::vector<std::string> env;
+  std::map<std::string, std::string> extra = o.env;
+  extra["TF_CONFIG"] = spec.value("tf_config", "");
+  extra["SPARKTF_CLUSTER_INFO"] = spec.dump();
+  extra["SPARKTF_COORDINATOR"] = o.coordinator.ToString();
+  extra["SPARKTF_TOKEN"] = o.token;
+  extra["SPARKTF_EXECUTOR_ID"] = std::to_string(o.executor_id);
+  extra["SPARKTF_PORT"] = std::to_string(port);
+  extra["SPARKTF_PORT_FD"] = std::to_string(port_fd.get());
+  extra["SPARKTF_HOST"] = host;
+  if (!o.error_file.empty()) extra["SPARKTF_ERROR_FILE"] = o.error_file;
+  if (!o.gpus.empty()) {
+    std::string cvd;
+    for (const auto& g : o.gpus) cvd += (cvd.empty() ? "" : ",") + g;
+    extra["CUDA_VISIBLE_DEVICES"] = cvd;
+  }
+  for (char** e = environ; *e; ++e) {
+    std::string kv(*e);
+    if (!extra.count(kv.substr(0, kv.find('=')))) env.push_back(kv);
+  }
+  for (const auto& [k, v] : extra) env.push_back(k + "=" + v);
+
+  int err_pipe[2];
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
+  UniqueFd err_read(err_pipe[0]), err_write(err_pipe[1]);
+  ASSIGN_OR_RETURN(pid_t child, Spawn(o.command, env, err_write.get(), port_fd.get(), orig));
+  err_write.Reset();
+  port_fd.Reset();  // the TF process holds the reservation now
+
+  pid_t tensorboard = -1;
+  std::string tb_url;
+  if (!o.tensorboard_logdir.empty() && IsTensorBoardNode(spec)) {
+    int tb_port = 0;
+    auto reserved = ReservePort(&tb_port);
+    if (reserved.ok()) {
+      reserved->Reset();  // TensorBoard binds without SO_REUSEPORT
+      auto tb = Spawn({o.python, "-m", "tensorboard.main", "--logdir", o.tensorboard_logdir,
+                       "--port", std::to_string(tb_port), "--bind_all"},
+                      env, -1, -1, orig);
+      if (tb.ok()) {
+        tensorboard = *tb;
+        tb_url = "http://" + host + ":" + std::to_string(tb_port);
+      }
+    }
+  }
+  json running = {{"state", "running"}, {"pid", child}, {"tensorboard", tb_url}};
+  (void)conn.Send(MessageType::kHeartbeat, running.dump());
+
+  TailBuffer tail(o.stderr_tail_lines);
+  int wait_status = 0;
+  bool exited = false, stopped = false, coordinator_gone = false;
+  std::string stop_reason;
+  auto next_beat = Clock::now() + o.heartbeat_interval;
+  auto drain_stderr = [&](int timeout_ms) {
+    char buf[8192];
+    while (err_read.valid()) {
+      pollfd p{err_read.get(), POLLIN, 0};
+      if (::poll(&p, 1, timeout_ms) <= 0) return;
+      ssize_t n = ::read(err_read.get(), buf, sizeof(buf));
+      if (n <= 0) {
+        err_read.Reset();
+        return;
+      }
+      (void)!::write(2, buf, static_cast<size_t>(n));
+      tail.Append({buf, static_cast<size_t>(n)});
+    }
+  };
+  auto stop_child = [&](const std::string& why) {
+    if (exited) return;
+    stopped = true;
+    stop_reason = why;
+    wait_status = KillGroup(child, o.kill_grace);
+    exited = true;
+  };
+  while (!exited) {
+    pollfd fds[3] = {{conn.fd(), POLLIN, 0}, {sigfd.get(), POLLIN, 0}, {err_read.get(), POLLIN, 0}};
+    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_beat - Clock::now());
+    ::poll(fds, err_read.valid() ? 3 : 2, static_cast<int>(std::max<int64_t>(wait.count(), 0)));
+    if (err_read.valid() && (fds[2].revents & (POLLIN | POLLHUP))) drain_stderr(0);
+    if (fds[1].revents & POLLIN) {
+      signalfd_siginfo si;
+      while (::read(sigfd.get(), &si, sizeof(si)) == sizeof(si)) {
+        if (si.ssi_signo == SIGCHLD) {
+          if (tensorboard > 0) ::waitpid(tensorboard, nullptr, WNOHANG);
+          if (::waitpid(child, &wait_status, WNOHANG) == child) exited = true;
+        } else {
+          stop_child("agent received signal " + std::to_string(si.ssi_signo));
+          stopped = false;  // not a clean stop: this node failed
+        }
+      }
+    }
+    if (!exited && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+      Status st = conn.ReadAvailable();
+      Frame f;
+      while (st.ok()) {
+        auto have = conn.NextBuffered(&f);
+        if (!have.ok() || !*have) {
+          st = have.status();
+          break;
+        }
+        if (f.type == MessageType::kAbort) {
+          std::cerr << "sparktf agent " << o.executor_id << ": cluster aborted: "
+                    << json::parse(f.payload, nullptr, false).value("reason", "") << "\n";
+          stop_child("aborted by the coordinator");
+        } else if (f.type == MessageType::kStop) {
+          stop_child("stopped by the coordinator");
+        }
+      }
+      if (!st.ok() && !exited) {
+        coordinator_gone = true;
+        std::cerr << "sparktf agent " << o.executor_id << ": lost the coordinator ("
+                  << st.message() << "); stopping the TF process\n";
+        stop_child("coordinator gone");
+      }
+    }
+    if (!exited && Clock::now() >= next_beat) {
+      if (!conn.Send(MessageType::kHeartbeat, running.dump()).ok()) {
+        coordinator_gone = true;
+        stop_child("coordinator gone");
+      }
+      next_beat = Clock::now() + o.heartbeat_interval;
+    }
+  }
+  ::kill(-child, SIGKILL);  // anything the TF process left in its group
+  if (tensorboard > 0) KillGroup(tensorboard, 2s);
+  drain_stderr(200);
+  const int code = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 0;
+  const int sig = WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : 0;
+  if (!coordinator_gone) {
+    json report = {{"exit_code", code}, {"signal", sig}, {"stopped", stopped},
+                   {"reason", stop_reason}, {"traceback", ReadSmallFile(o.error_file)},
+                   {"stderr_tail", tail.str()}};
+    (void)conn.Call(MessageType::kReportExit, report.dump(), MessageType::kReportAck, 5s);
+  }
+  if (!o.error_file.empty()) ::unlink(o.error_file.c_str());
+  if (stopped && stop_reason == "stopped by the coordinator") return 0;
+  if (stopped || coordinator_gone) return code != 0 ? code : (sig ? 128 + sig : 1);
+  return sig ? 128 + sig : code;
+}
+
+}  // namespace sparktf::node

@@ -1,0 +1,50 @@
+// The node agent: one per Spark executor (or per `sparktf launch` node).
+//
+// It reserves a port, registers with the coordinator, waits for its role,
+// then launches the TF process (its own process group) with TF_CONFIG set,
+// and supervises it: forwards its stderr and keeps the last lines, sends
+// heartbeats, reports its exit (with the Python traceback the process wrote to
+// the error file), and kills the whole process group when the coordinator
+// says ABORT or STOP, when the coordinator connection drops, or when the agent
+// itself is told to terminate (SIGTERM/SIGINT/SIGHUP, or its parent dying).
+//
+// RunAgent installs a process-wide signal mask: run one agent per process.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sparktf/cluster/protocol.h"
+
+namespace sparktf::node {
+
+constexpr std::chrono::milliseconds kDefaultKillGrace{5000};
+constexpr std::chrono::milliseconds kDefaultReservationTimeout{600000};
+
+struct AgentOptions {
+  HostPort coordinator;
+  std::string token;
+  int executor_id = 0;
+  std::vector<std::string> command;  // argv of the TF process
+  std::map<std::string, std::string> env;  // added to the TF process's environment
+  std::vector<std::string> gpus;           // CUDA_VISIBLE_DEVICES when not empty
+  std::string error_file;  // where the TF process writes a traceback (optional)
+  std::string tensorboard_logdir;  // start TensorBoard here if this node is the chief
+  std::string python = "python3";  // for TensorBoard
+  std::chrono::milliseconds connect_timeout = cluster::kDefaultConnectTimeout;
+  std::chrono::milliseconds reservation_timeout = kDefaultReservationTimeout;
+  std::chrono::milliseconds heartbeat_interval = cluster::kDefaultHeartbeatInterval;
+  std::chrono::milliseconds kill_grace = kDefaultKillGrace;
+  size_t stderr_tail_lines = 40;
+  bool die_with_parent = true;  // PR_SET_PDEATHSIG
+};
+
+// Runs the node to the end. Returns the exit code for the agent's own process:
+// the TF process's (128 + signal if killed), 0 when stopped on request.
+// Errors before the TF process starts (coordinator unreachable, reservation
+// timeout, abort) are returned as Status.
+Result<int> RunAgent(const AgentOptions& options);
+
+}  // namespace sparktf::node
