@@ -37,5 +37,6 @@ T ValueOrThrow(Result<T> r) {
 
 void InitErrors(nb::module_& m);
 void InitRecords(nb::module_& m);
+void InitCluster(nb::module_& m);
 
 }  // namespace sparktf::python

@@ -258,9 +258,14 @@ void Coordinator::Handle(Conn& c, const Frame& f) {
       NodeState& n = nodes_.at(c.executor_id);
       n.last_seen = Clock::now();
       json j = json::parse(f.payload, nullptr, false);
-      if (j.is_object() && j.value("state", "") == "running" && n.phase == NodeState::kRegistered) {
-        n.phase = NodeState::kRunning;
-        cv_.notify_all();
+      if (j.is_object() && j.value("state", "") == "running") {
+        if (j.contains("tensorboard") && j["tensorboard"].is_string()) {
+          n.tensorboard = j["tensorboard"].get<std::string>();
+        }
+        if (n.phase == NodeState::kRegistered) {
+          n.phase = NodeState::kRunning;
+          cv_.notify_all();
+        }
       }
       return;
     }
@@ -534,7 +539,8 @@ std::string Coordinator::StatusJsonLocked() const {
     nodes.push_back({{"executor_id", id}, {"host", n.host}, {"port", n.port}, {"pid", n.pid},
                      {"job_name", n.job_name}, {"task_index", n.task_index},
                      {"phase", kPhases[n.phase]}, {"exit_code", n.exit_code},
-                     {"signal", n.signal}, {"stopped", n.stopped}, {"traceback", n.traceback}});
+                     {"signal", n.signal}, {"stopped", n.stopped}, {"traceback", n.traceback},
+                     {"tensorboard", n.tensorboard}});
   }
   return json{{"num_nodes", options_.num_nodes}, {"registered", nodes_.size()},
               {"reserved", reserved_}, {"finished", finished_}, {"aborted", aborted_},

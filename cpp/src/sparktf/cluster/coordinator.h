@@ -50,6 +50,7 @@ struct NodeState {
   bool stopped = false;  // exited because the coordinator asked it to
   std::string traceback;
   std::string stderr_tail;
+  std::string tensorboard;  // URL, if this node runs TensorBoard
   int conn = -1;  // connection id of its agent; -1 once closed
   std::chrono::steady_clock::time_point last_seen;
 };

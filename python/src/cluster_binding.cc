@@ -1,0 +1,132 @@
+// sparktf._native cluster API: the coordinator (driver side) and a barrier
+// call for node processes.
+#include <nanobind/stl/string.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "bindings.h"
+#include "sparktf/cluster/coordinator.h"
+
+namespace sparktf::python {
+namespace {
+
+using namespace sparktf::cluster;
+
+std::chrono::milliseconds Ms(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+class PyCoordinator {
+ public:
+  PyCoordinator(int num_nodes, const std::string& token, int num_ps,
+                const std::string& master_node, bool eval_node, const std::string& bind_host,
+                int port, double heartbeat_timeout) {
+    CoordinatorOptions o;
+    o.num_nodes = num_nodes;
+    o.token = token;
+    o.num_ps = num_ps;
+    o.master_node = master_node;
+    o.eval_node = eval_node;
+    o.bind_host = bind_host;
+    o.port = port;
+    o.heartbeat_timeout = Ms(heartbeat_timeout);
+    c_ = ValueOrThrow(Coordinator::Start(o));
+  }
+  int port() const { return c_->port(); }
+  // True once reserved; False if `timeout` passed first (the message of why is
+  // in reservation_error()). Raises Aborted if the cluster was aborted.
+  bool WaitReserved(double timeout) {
+    Status st;
+    {
+      nb::gil_scoped_release release;
+      st = c_->WaitReserved(Ms(timeout));
+    }
+    if (st.code() == StatusCode::kDeadlineExceeded) {
+      last_wait_error_ = st.message();
+      return false;
+    }
+    ThrowIfError(st);
+    return true;
+  }
+  // True when every node exited cleanly; False on timeout; raises Aborted with
+  // the failed node's traceback.
+  bool WaitFinished(double timeout) {
+    Status st;
+    {
+      nb::gil_scoped_release release;
+      st = c_->WaitFinished(Ms(timeout));
+    }
+    if (st.code() == StatusCode::kDeadlineExceeded) {
+      last_wait_error_ = st.message();
+      return false;
+    }
+    ThrowIfError(st);
+    return true;
+  }
+  std::string last_wait_error() const { return last_wait_error_; }
+  void Abort(const std::string& reason) { c_->Abort(reason); }
+  std::string ClusterJson() const { return c_->ClusterJson(); }
+  std::string StatusJson() const { return c_->StatusJson(); }
+  void Shutdown() {
+    nb::gil_scoped_release release;
+    c_->Shutdown();
+  }
+
+ private:
+  std::unique_ptr<Coordinator> c_;
+  std::string last_wait_error_;
+};
+
+}  // namespace
+
+void InitCluster(nb::module_& m) {
+  nb::class_<PyCoordinator>(m, "Coordinator")
+      .def(nb::init<int, const std::string&, int, const std::string&, bool, const std::string&,
+                    int, double>(),
+           nb::arg("num_nodes"), nb::arg("token"), nb::arg("num_ps") = 0,
+           nb::arg("master_node") = "", nb::arg("eval_node") = false,
+           nb::arg("bind_host") = "0.0.0.0", nb::arg("port") = 0,
+           nb::arg("heartbeat_timeout") = 10.0)
+      .def_prop_ro("port", &PyCoordinator::port)
+      .def("wait_reserved", &PyCoordinator::WaitReserved, nb::arg("timeout"))
+      .def("wait_finished", &PyCoordinator::WaitFinished, nb::arg("timeout"))
+      .def("last_wait_error", &PyCoordinator::last_wait_error)
+      .def("abort", &PyCoordinator::Abort, nb::arg("reason"))
+      .def("cluster_json", &PyCoordinator::ClusterJson)
+      .def("status_json", &PyCoordinator::StatusJson)
+      .def("shutdown", &PyCoordinator::Shutdown);
+
+  m.def("barrier", [](const std::string& address, const std::string& token,
+                      const std::string& name, int executor_id, int count, double timeout) {
+    Status st;
+    {
+      nb::gil_scoped_release release;
+      st = [&]() -> Status {
+        ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(address));
+        ASSIGN_OR_RETURN(Connection conn, Connection::Open(hp, token, Ms(timeout)));
+        nlohmann::json req = {{"name", name}, {"executor_id", executor_id}};
+        if (count > 0) req["count"] = count;
+        return conn.Call(MessageType::kBarrier, req.dump(), MessageType::kBarrierDone, Ms(timeout))
+            .status()
+            .WithContext("barrier '" + name + "'");
+      }();
+    }
+    ThrowIfError(st);
+  }, nb::arg("address"), nb::arg("token"), nb::arg("name"), nb::arg("executor_id"),
+     nb::arg("count") = 0, nb::arg("timeout") = 600.0);
+
+  m.def("get_status", [](const std::string& address, const std::string& token, double timeout) {
+    Result<std::string> r = [&]() -> Result<std::string> {
+      nb::gil_scoped_release release;
+      ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(address));
+      ASSIGN_OR_RETURN(Connection conn, Connection::Open(hp, token, Ms(timeout)));
+      ASSIGN_OR_RETURN(Frame f, conn.Call(MessageType::kGetStatus, "{}", MessageType::kStatus,
+                                          Ms(timeout)));
+      return f.payload;
+    }();
+    return ValueOrThrow(std::move(r));
+  }, nb::arg("address"), nb::arg("token"), nb::arg("timeout") = 10.0);
+}
+
+}  // namespace sparktf::python
