@@ -1,5 +1,5 @@
 """Shared fixtures. Spark tests run on a real multi-executor Spark
-(local-cluster: a master and worker JVMs with their own executors), never on
+(local-cluster: a master and 4 worker JVMs, each with one executor of one core), never on
 local[N], which runs executors as threads inside the driver."""
 
 import os
@@ -18,7 +18,7 @@ def spark():
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     session = (
-        SparkSession.builder.master("local-cluster[2,1,1024]")
+        SparkSession.builder.master("local-cluster[4,1,1024]")
         .appName("sparktf-tests")
         .config("spark.driver.memory", "1g")
         .config("spark.ui.enabled", "false")

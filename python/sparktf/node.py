@@ -65,10 +65,11 @@ class NodeContext:
         """A fully qualified URI for `path` (TFoS's ctx.absolute_path)."""
         if "://" in path:
             return path
-        base = self.defaultFS.rstrip("/")
         if not path.startswith("/"):
             path = os.path.join(self.working_dir, path)
-        return base + path if base.startswith("file:") else base + path
+        if self.defaultFS.startswith("file:"):
+            return "file://" + path
+        return self.defaultFS.rstrip("/") + path
 
     def release_port(self) -> None:
         """Releases the port reserved for this node so TensorFlow can bind it.

@@ -28,11 +28,6 @@ struct Coordinator::Conn {
   explicit Conn(size_t max_frame) : decoder(max_frame) {}
 };
 
-namespace {
-
-bool IsServiceRole(const std::string& job) { return job == "ps" || job == "evaluator"; }
-
-}  // namespace
 
 Coordinator::Coordinator(const CoordinatorOptions& options) : options_(options) {}
 
@@ -444,6 +439,14 @@ void Coordinator::AbortLocked(const std::string& reason) {
 void Coordinator::Abort(const std::string& reason) {
   std::lock_guard<std::mutex> lock(mu_);
   AbortLocked(reason);
+}
+
+// Nodes that serve until told to stop: ps and evaluator, and with
+// ParameterServerStrategy (ps nodes plus a chief) the workers too, which are
+// servers that the chief drives.
+bool Coordinator::IsServiceRole(const std::string& job) const {
+  if (job == "ps" || job == "evaluator") return true;
+  return job == "worker" && options_.num_ps > 0 && !options_.master_node.empty();
 }
 
 void Coordinator::UpdateCompletion() {

@@ -68,8 +68,9 @@ class Coordinator {
   // DeadlineExceeded naming the executors that did not register and the usual
   // causes; Aborted if the cluster was aborted meanwhile.
   Status WaitReserved(std::chrono::milliseconds timeout);
-  // Waits until every worker/chief/master has exited (then stops ps and
-  // evaluator nodes and waits for them too). Aborted, with the failed node's
+  // Waits until every worker/chief/master has exited, then stops the nodes
+  // that serve until told (ps, evaluator; and workers when there are ps nodes
+  // and a chief, as in ParameterServerStrategy) and waits for them too. Aborted, with the failed node's
   // traceback, if any node failed or was lost.
   Status WaitFinished(std::chrono::milliseconds timeout);
   // Tells every node to kill its processes; the first reason is kept.
@@ -101,6 +102,7 @@ class Coordinator {
   void AssignRoles();
   std::string ClusterSpecFor(const NodeState& n) const;
   void AbortLocked(const std::string& reason);
+  bool IsServiceRole(const std::string& job) const;
   void UpdateCompletion();
   void CheckTimeouts();
   std::string Describe(const NodeState& n) const;

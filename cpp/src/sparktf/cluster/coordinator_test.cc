@@ -237,6 +237,21 @@ TEST(CoordinatorTest, WorkersDoneStopsParameterServers) {
   EXPECT_FALSE(status["aborted"].get<bool>());
 }
 
+TEST(CoordinatorTest, ChiefDoneStopsWorkersAndPsUnderParameterServerStrategy) {
+  auto coord = StartCoordinator(4, 1, "chief");  // ps, chief, worker:0, worker:1
+  std::vector<FakeNode> nodes;
+  for (int i = 0; i < 4; ++i) nodes.push_back(Join(*coord, i, 100 + i));
+  for (auto& n : nodes) AwaitSpec(n);
+  ReportExit(nodes[1], 0);  // the chief
+  for (int i : {0, 2, 3}) {
+    auto f = nodes[i].conn.Receive(5s);
+    ASSERT_TRUE(f.ok());
+    EXPECT_EQ(f->type, MessageType::kStop) << "node " << i;
+    ReportExit(nodes[i], -15, "", /*stopped=*/true);
+  }
+  EXPECT_TRUE(coord->WaitFinished(2s).ok());
+}
+
 TEST(CoordinatorTest, BarrierReleasesAllOnlyWhenAllArrive) {
   auto coord = StartCoordinator(3);
   std::vector<std::thread> threads;

@@ -1,0 +1,143 @@
+"""map_fun bodies for the cluster tests. They live in a module (not in the
+test file) so node processes import them by name."""
+
+import json
+import os
+import time
+
+SPEC = None
+
+
+def _parse(tf):
+    spec = {"pixels": tf.io.FixedLenFeature([64], tf.float32),
+            "label": tf.io.FixedLenFeature([], tf.int64)}
+    return lambda batch: tf.io.parse_example(batch, spec)
+
+
+def mwms_train(args, ctx):
+    """MultiWorkerMirrored Keras training on TFRecord shards written by dfutil."""
+    import tensorflow as tf
+
+    from sparktf import data as sdata
+
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    parse = _parse(tf)
+
+    def dataset_fn(input_context):
+        batch = input_context.get_per_replica_batch_size(args["global_batch"])
+        ds = sdata.tfrecord_dataset(args["data"], ctx).repeat()
+        ds = ds.shuffle(2048, seed=ctx.executor_id).batch(batch).map(parse)
+        return ds.map(lambda d: (d["pixels"], d["label"])).prefetch(2)
+
+    dist = strategy.distribute_datasets_from_function(dataset_fn)
+    with strategy.scope():
+        model = tf.keras.Sequential([tf.keras.Input((64,)),
+                                     tf.keras.layers.Dense(64, activation="relu"),
+                                     tf.keras.layers.Dense(10)])
+        model.compile(optimizer=tf.keras.optimizers.Adam(0.01),
+                      loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                      metrics=["accuracy"])
+    progress = args.get("progress")
+
+    class Progress(tf.keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            if progress and ctx.is_chief:
+                with open(progress, "a") as f:
+                    f.write(json.dumps({"epoch": epoch + 1, "loss": float(logs["loss"]),
+                                        "accuracy": float(logs["accuracy"])}) + "\n")
+
+    hist = model.fit(dist, epochs=args["epochs"], steps_per_epoch=args["steps"], verbose=0,
+                     callbacks=[Progress()])
+    exported = ctx.export_model(model, args["export"])
+    with open(os.path.join(args["out"], f"node-{ctx.executor_id}.json"), "w") as f:
+        json.dump({"job_name": ctx.job_name, "task_index": ctx.task_index,
+                   "loss": hist.history["loss"], "exported": exported,
+                   "tf_config": json.loads(os.environ["TF_CONFIG"]),
+                   "num_workers": ctx.num_workers}, f)
+
+
+def ps_train(args, ctx):
+    """ParameterServerStrategy: ps and workers serve; the chief coordinates a
+    custom training loop and exports."""
+    import tensorflow as tf
+
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    if ctx.job_name in ("ps", "worker"):
+        server = tf.distribute.Server(resolver.cluster_spec(), job_name=ctx.job_name,
+                                      task_index=ctx.task_index, protocol="grpc", start=True)
+        server.join()  # until the coordinator stops this node
+        return
+    strategy = tf.distribute.ParameterServerStrategy(resolver)
+    coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+    parse = _parse(tf)
+
+    def dataset_fn():
+        ds = tf.data.TFRecordDataset(args["files"], compression_type="GZIP").repeat()
+        ds = ds.shuffle(2048).batch(64).map(parse)
+        return ds.map(lambda d: (d["pixels"], d["label"]))
+
+    class Linear(tf.Module):
+        def __init__(self):
+            self.w = tf.Variable(tf.zeros([64, 10]))
+            self.b = tf.Variable(tf.zeros([10]))
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 64], tf.float32)])
+        def __call__(self, x):
+            return tf.matmul(x, self.w) + self.b
+
+    with strategy.scope():
+        model = Linear()
+        opt = tf.keras.optimizers.SGD(0.5)
+    per_worker = coordinator.create_per_worker_dataset(dataset_fn)
+    it = iter(per_worker)
+    loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    @tf.function
+    def step(iterator):
+        def replica_fn(x, y):
+            with tf.GradientTape() as tape:
+                loss = loss_fn(y, model(x))
+            grads = tape.gradient(loss, [model.w, model.b])
+            opt.apply_gradients(zip(grads, [model.w, model.b]))
+            return loss
+        x, y = next(iterator)
+        return strategy.run(replica_fn, args=(x, y))
+
+    losses = []
+    for _ in range(args["rounds"]):
+        results = [coordinator.schedule(step, args=(it,)) for _ in range(20)]
+        coordinator.join()
+        losses.append(float(results[-1].fetch()))
+    tf.saved_model.save(model, args["export"])
+    with open(os.path.join(args["out"], "chief.json"), "w") as f:
+        json.dump({"losses": losses, "cluster": json.loads(os.environ["TF_CONFIG"])}, f)
+
+
+def raise_on_worker(args, ctx):
+    if ctx.job_name == "worker" and ctx.task_index == 1:
+        time.sleep(1)
+        raise ValueError(f"deliberate failure in {ctx.job_name}:{ctx.task_index}")
+    with open(os.path.join(args, f"pid-{ctx.executor_id}"), "w") as f:
+        f.write(str(os.getpid()))
+    time.sleep(300)  # would hang without the abort
+
+
+def tensorboard_node(args, ctx):
+    import tensorflow as tf
+
+    if ctx.is_chief:
+        writer = tf.summary.create_file_writer(args["log_dir"])
+        with writer.as_default():
+            for i in range(3):
+                tf.summary.scalar("loss", 1.0 / (i + 1), step=i)
+        writer.flush()
+    time.sleep(args["sleep"])
+
+
+def roles(args, ctx):
+    with open(os.path.join(args, f"node-{ctx.executor_id}.json"), "w") as f:
+        json.dump({"job_name": ctx.job_name, "task_index": ctx.task_index,
+                   "worker_num": ctx.worker_num, "num_workers": ctx.num_workers,
+                   "cluster_spec": ctx.cluster_spec, "abs": ctx.absolute_path("x/y"),
+                   "tf_config": json.loads(os.environ["TF_CONFIG"])}, f)
+    ctx.barrier("written", timeout=60)  # nobody exits before everyone wrote

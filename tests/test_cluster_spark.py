@@ -1,0 +1,193 @@
+"""The cluster runtime end to end: TFCluster on a real multi-executor Spark
+(local-cluster, 4 executors) with real TensorFlow."""
+
+import glob
+import inspect
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import cluster_funs
+import numpy as np
+import pytest
+
+from sparktf import TFCluster, dfutil, errors
+
+pytestmark = pytest.mark.spark
+
+
+def node_processes():
+    """PIDs of TF processes started by node agents (python -m sparktf.node)."""
+    pids = []
+    for cmdline in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            args = open(cmdline, "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if b"sparktf.node" in args or (len(args) > 1 and args[1] == b"agent"
+                                        and args[0].endswith(b"sparktf")):
+            pids.append(int(cmdline.split("/")[2]))
+    return pids
+
+
+def wait_no_node_processes(timeout=15):
+    deadline = time.monotonic() + timeout
+    while node_processes() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return node_processes()
+
+
+@pytest.fixture(scope="module")
+def digits(spark, tmp_path_factory):
+    """scikit-learn's digits: 1500 rows as 4 GZIP TFRecord shards written by
+    dfutil from a DataFrame; the other 297 held out."""
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    x = (d.data / 16.0).astype(np.float32)
+    y = d.target.astype(np.int64)
+    n_train = 1500
+    df = spark.createDataFrame([(x[i].tolist(), int(y[i])) for i in range(n_train)],
+                               "pixels array<float>, label long")
+    out = str(tmp_path_factory.mktemp("digits") / "train")
+    dfutil.saveAsTFRecords(df, out, num_shards=4, compression="GZIP")
+    return out, x[n_train:], y[n_train:]
+
+
+def accuracy_in_fresh_process(export_dir, x, y):
+    np.save(export_dir + ".x.npy", x)
+    code = f"""
+import numpy as np, tensorflow as tf
+m = tf.saved_model.load({export_dir!r})
+x = np.load({export_dir + '.x.npy'!r})
+logits = m.serve(x) if hasattr(m, 'serve') else m(x)
+print(' '.join(map(str, np.argmax(np.asarray(logits), axis=1).tolist())))
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert p.returncode == 0, p.stderr[-3000:]
+    pred = np.array([int(v) for v in p.stdout.split()])
+    return float((pred == y).mean())
+
+
+def test_roles_tf_config_and_context(spark, tmp_path):
+    out = str(tmp_path)
+    t0 = time.monotonic()
+    cluster = TFCluster.run(spark.sparkContext, cluster_funs.roles, out, 4, num_ps=1,
+                            master_node="chief", reservation_timeout=120)
+    assert time.monotonic() - t0 < 60
+    assert cluster.cluster_spec.keys() == {"ps", "chief", "worker"}
+    cluster.shutdown(timeout=120)
+    nodes = [json.load(open(os.path.join(out, f"node-{i}.json"))) for i in range(4)]
+    assert [(n["job_name"], n["task_index"]) for n in nodes] == [
+        ("ps", 0), ("chief", 0), ("worker", 0), ("worker", 1)]
+    assert [n["worker_num"] for n in nodes] == [0, 1, 2, 3]
+    assert all(n["num_workers"] == 3 for n in nodes)
+    tf_config = nodes[2]["tf_config"]
+    assert tf_config["task"] == {"type": "worker", "index": 0}
+    assert tf_config["environment"] == "cloud"
+    assert tf_config["cluster"] == nodes[0]["cluster_spec"]
+    assert len(set(sum(tf_config["cluster"].values(), []))) == 4  # distinct addresses
+    assert nodes[0]["abs"].startswith("file://") and nodes[0]["abs"].endswith("/x/y")
+    assert wait_no_node_processes() == []
+
+
+@pytest.mark.parametrize("master_node", [None, "chief"])
+def test_multi_worker_mirrored_training(spark, digits, tmp_path, master_node):
+    data, x_test, y_test = digits
+    export = str(tmp_path / "export")
+    args = {"data": data, "global_batch": 64, "epochs": 6, "steps": 25, "export": export,
+            "out": str(tmp_path)}
+    n = 3 if master_node else 2
+    cluster = TFCluster.run(spark.sparkContext, cluster_funs.mwms_train, args, n,
+                            master_node=master_node, reservation_timeout=120)
+    cluster.shutdown(timeout=600)
+    nodes = [json.load(open(tmp_path / f"node-{i}.json")) for i in range(n)]
+    for node in nodes:
+        assert node["loss"][-1] < 0.5 * node["loss"][0], node["loss"]
+        assert node["num_workers"] == n
+    chief = nodes[0]
+    assert (chief["job_name"], chief["task_index"]) == (master_node or "worker", 0)
+    assert chief["exported"] == export
+    assert all(node["exported"] is None for node in nodes[1:])  # only the chief wrote
+    assert accuracy_in_fresh_process(export, x_test, y_test) > 0.85
+    assert wait_no_node_processes() == []
+
+
+def test_parameter_server_strategy(spark, digits, tmp_path):
+    data, x_test, y_test = digits
+    export = str(tmp_path / "export")
+    from sparktf import records
+
+    args = {"files": records.list_files(data), "rounds": 6, "export": export,
+            "out": str(tmp_path)}
+    cluster = TFCluster.run(spark.sparkContext, cluster_funs.ps_train, args, 4, num_ps=1,
+                            master_node="chief", reservation_timeout=120)
+    cluster.shutdown(timeout=600)  # the chief finishes; ps and workers are stopped
+    chief = json.load(open(tmp_path / "chief.json"))
+    assert chief["cluster"]["task"] == {"type": "chief", "index": 0}
+    assert len(chief["cluster"]["cluster"]["worker"]) == 2
+    assert chief["losses"][-1] < 0.6 * chief["losses"][0], chief["losses"]
+    assert accuracy_in_fresh_process(export, x_test, y_test) > 0.8
+    status = cluster.status()
+    assert {n["job_name"]: n["stopped"] for n in status["nodes"]}["ps"] is True
+    assert wait_no_node_processes() == []
+
+
+def test_failing_worker_raises_with_its_traceback(spark, tmp_path):
+    cluster = TFCluster.run(spark.sparkContext, cluster_funs.raise_on_worker, str(tmp_path), 3,
+                            reservation_timeout=120)
+    t0 = time.monotonic()
+    with pytest.raises(errors.Aborted) as exc:
+        cluster.shutdown(timeout=120)
+    assert time.monotonic() - t0 < 15
+    message = str(exc.value)
+    assert "worker:1 (executor 1" in message
+    assert "ValueError: deliberate failure in worker:1" in message
+    assert "Traceback (most recent call last)" in message
+    assert wait_no_node_processes() == []
+    for pid_file in glob.glob(str(tmp_path / "pid-*")):
+        assert not os.path.exists(f"/proc/{open(pid_file).read()}")
+
+
+def test_more_executors_than_exist_is_a_clear_error(spark):
+    t0 = time.monotonic()
+    with pytest.raises(ValueError, match=r"num_executors=6 but the cluster has 4 executor"):
+        TFCluster.run(spark.sparkContext, cluster_funs.roles, "/tmp", 6, reservation_timeout=5)
+    assert time.monotonic() - t0 < 10
+    assert wait_no_node_processes() == []
+
+
+def test_tensorboard_on_the_chief(spark, tmp_path):
+    log_dir = str(tmp_path / "logs")
+    cluster = TFCluster.run(spark.sparkContext, cluster_funs.tensorboard_node,
+                            {"log_dir": log_dir, "sleep": 25}, 2, master_node="chief",
+                            tensorboard=True, log_dir=log_dir, reservation_timeout=120)
+    url = cluster.tensorboard_url()
+    assert url and url.startswith("http://")
+    deadline, body = time.monotonic() + 25, None
+    while time.monotonic() < deadline and body is None:
+        try:
+            body = urllib.request.urlopen(url + "/data/runs", timeout=2).read()
+        except (urllib.error.URLError, ConnectionError, OSError):
+            time.sleep(0.5)
+    assert body is not None, "TensorBoard did not answer"
+    cluster.shutdown(timeout=120)
+    with pytest.raises((urllib.error.URLError, ConnectionError, OSError)):
+        urllib.request.urlopen(url, timeout=2)
+
+
+def test_tfos_names_and_compat_imports():
+    from sparktf.compat import TFCluster as compat_cluster
+    from sparktf.compat import TFNode, dfutil as compat_dfutil  # noqa: F401
+
+    params = list(inspect.signature(compat_cluster.run).parameters)
+    assert params[:14] == ["sc", "map_fun", "tf_args", "num_executors", "num_ps", "tensorboard",
+                           "input_mode", "log_dir", "driver_ps_nodes", "master_node",
+                           "reservation_timeout", "queues", "eval_node", "release_port"]
+    assert compat_cluster.InputMode.TENSORFLOW == 0 and compat_cluster.InputMode.SPARK == 1
+    assert compat_dfutil.saveAsTFRecords is dfutil.saveAsTFRecords
