@@ -15,7 +15,10 @@ def _parse(tf):
 
 
 def mwms_train(args, ctx):
-    """MultiWorkerMirrored Keras training on TFRecord shards written by dfutil."""
+    """MultiWorkerMirrored Keras training on TFRecord shards written by dfutil.
+    Keras 3 does not support MultiWorkerMirroredStrategy (keras-team/keras#20585):
+    use Keras 2 (tf_keras) through TF_USE_LEGACY_KERAS, set before TF is imported."""
+    os.environ["TF_USE_LEGACY_KERAS"] = "1"
     import tensorflow as tf
 
     from sparktf import data as sdata
@@ -23,13 +26,11 @@ def mwms_train(args, ctx):
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
     parse = _parse(tf)
 
-    def dataset_fn(input_context):
-        batch = input_context.get_per_replica_batch_size(args["global_batch"])
-        ds = sdata.tfrecord_dataset(args["data"], ctx).repeat()
-        ds = ds.shuffle(2048, seed=ctx.executor_id).batch(batch).map(parse)
-        return ds.map(lambda d: (d["pixels"], d["label"])).prefetch(2)
-
-    dist = strategy.distribute_datasets_from_function(dataset_fn)
+    # This worker's shard (auto-sharding off), batched with the global batch:
+    # Keras splits each batch among the replicas in sync.
+    ds = sdata.tfrecord_dataset(args["data"], ctx).repeat()
+    ds = ds.shuffle(2048, seed=ctx.executor_id).batch(args["global_batch"]).map(parse)
+    dist = ds.map(lambda d: (d["pixels"], d["label"])).prefetch(2)
     with strategy.scope():
         model = tf.keras.Sequential([tf.keras.Input((64,)),
                                      tf.keras.layers.Dense(64, activation="relu"),
