@@ -132,7 +132,9 @@ def tensorboard_node(args, ctx):
             for i in range(3):
                 tf.summary.scalar("loss", 1.0 / (i + 1), step=i)
         writer.flush()
-    time.sleep(args["sleep"])
+    deadline = time.time() + args["max_wait"]
+    while not os.path.exists(args["done"]) and time.time() < deadline:
+        time.sleep(0.2)
 
 
 def roles(args, ctx):

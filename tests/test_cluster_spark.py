@@ -165,17 +165,19 @@ def test_more_executors_than_exist_is_a_clear_error(spark):
 def test_tensorboard_on_the_chief(spark, tmp_path):
     log_dir = str(tmp_path / "logs")
     cluster = TFCluster.run(spark.sparkContext, cluster_funs.tensorboard_node,
-                            {"log_dir": log_dir, "sleep": 25}, 2, master_node="chief",
+                            {"log_dir": log_dir, "max_wait": 90,
+                             "done": str(tmp_path / "done")}, 2, master_node="chief",
                             tensorboard=True, log_dir=log_dir, reservation_timeout=120)
     url = cluster.tensorboard_url()
     assert url and url.startswith("http://")
-    deadline, body = time.monotonic() + 25, None
+    deadline, body = time.monotonic() + 60, None
     while time.monotonic() < deadline and body is None:
         try:
             body = urllib.request.urlopen(url + "/data/runs", timeout=2).read()
         except (urllib.error.URLError, ConnectionError, OSError):
             time.sleep(0.5)
     assert body is not None, "TensorBoard did not answer"
+    (tmp_path / "done").write_text("")
     cluster.shutdown(timeout=120)
     with pytest.raises((urllib.error.URLError, ConnectionError, OSError)):
         urllib.request.urlopen(url, timeout=2)
