@@ -170,24 +170,34 @@ class TFCluster:
         self._closed = True
         raise exc_type(message)
 
+    def wait(self, timeout: float) -> bool:
+        """Waits up to `timeout` s for every node to finish. True when all
+        finished cleanly, False if some still run; raises
+        :class:`sparktf.errors.Aborted` with the failed node's traceback (and
+        tears the cluster down) if a node failed or was lost."""
+        if self._closed:
+            return True
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if self._coordinator.wait_finished(min(1.0, max(timeout, 0.01))):
+                    return True
+            except errors.Aborted as e:
+                self._fail(str(e))
+            if not self._job.is_alive() and self._job.error is not None:
+                self._fail(f"the Spark job running the nodes failed: {self._job.error}")
+            if time.monotonic() >= deadline:
+                return False
+
     def shutdown(self, grace_secs: float = 0, timeout: float = 259200) -> None:
         """Waits for every worker to finish (then stops ps and evaluator nodes).
         Raises :class:`sparktf.errors.Aborted` with the failed node's traceback
         if a node failed or was lost, DeadlineExceeded after `timeout` s."""
         if self._closed:
             return
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                if self._coordinator.wait_finished(1.0):
-                    break
-            except errors.Aborted as e:
-                self._fail(str(e))
-            if not self._job.is_alive() and self._job.error is not None:
-                self._fail(f"the Spark job running the nodes failed: {self._job.error}")
-            if time.monotonic() > deadline:
-                self._fail(f"shutdown timed out after {timeout} s: "
-                           f"{self._coordinator.last_wait_error()}", errors.DeadlineExceeded)
+        if not self.wait(timeout):
+            self._fail(f"shutdown timed out after {timeout} s: "
+                       f"{self._coordinator.last_wait_error()}", errors.DeadlineExceeded)
         self._job.join(60)
         if self._job.is_alive() or self._job.error is not None:
             self._fail(f"nodes finished but their Spark tasks did not: {self._job.error}")
