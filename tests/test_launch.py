@@ -1,0 +1,84 @@
+"""`sparktf launch`: the runtime without Spark, as a user runs it."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+SPARKTF = shutil.which("sparktf", path=os.path.dirname(sys.executable)) or "sparktf"
+
+WRITE_TF_CONFIG = (
+    "import json, os, sys; c = json.loads(os.environ['TF_CONFIG']); "
+    "open(os.path.join(sys.argv[1], 'node-%s.json' % os.environ['SPARKTF_EXECUTOR_ID']), 'w')"
+    ".write(json.dumps(c))")
+
+
+def launch(*args, timeout=120, **kw):
+    return subprocess.run([SPARKTF, "launch", *args], capture_output=True, text=True,
+                          timeout=timeout, **kw)
+
+
+def test_launch_runs_every_node_with_tf_config(tmp_path):
+    p = launch("-n", "3", "--chief", "--", sys.executable, "-c", WRITE_TF_CONFIG, str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    configs = [json.load(open(tmp_path / f"node-{i}.json")) for i in range(3)]
+    assert [c["task"] for c in configs] == [{"type": "chief", "index": 0},
+                                            {"type": "worker", "index": 0},
+                                            {"type": "worker", "index": 1}]
+    assert all(c["cluster"] == configs[0]["cluster"] for c in configs)
+
+
+def test_launch_fails_fast_and_kills_the_rest(tmp_path):
+    script = ("import os, sys, time\n"
+              "if os.environ['SPARKTF_EXECUTOR_ID'] == '1':\n"
+              "    raise RuntimeError('node 1 gives up')\n"
+              "open(sys.argv[1] + '/pid-' + os.environ['SPARKTF_EXECUTOR_ID'], 'w')"
+              ".write(str(os.getpid()))\n"
+              "time.sleep(120)\n")
+    t0 = time.monotonic()
+    p = launch("-n", "3", "--", sys.executable, "-c", script, str(tmp_path))
+    assert p.returncode != 0
+    assert time.monotonic() - t0 < 20
+    assert "worker:1 (executor 1" in p.stderr and "RuntimeError: node 1 gives up" in p.stderr
+    for name in os.listdir(tmp_path):
+        assert not os.path.exists(f"/proc/{open(tmp_path / name).read()}"), name
+
+
+def test_launch_across_two_launchers_sharing_a_coordinator(tmp_path):
+    token = tmp_path / "token"
+    port = 20000 + os.getpid() % 20000
+    host = subprocess.Popen(
+        [SPARKTF, "launch", "-n", "2", "--coordinator", f"127.0.0.1:{port}",
+         "--host-coordinator", "--local", "1", "--token-file", str(token), "--",
+         sys.executable, "-c", WRITE_TF_CONFIG, str(tmp_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 10
+    while not token.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)
+    joiner = launch("-n", "2", "--coordinator", f"127.0.0.1:{port}", "--local", "1",
+                    "--first-executor", "1", "--token-file", str(token), "--",
+                    sys.executable, "-c", WRITE_TF_CONFIG, str(tmp_path))
+    out, err = host.communicate(timeout=60)
+    assert host.returncode == 0 and joiner.returncode == 0, err + joiner.stderr
+    tasks = sorted(json.load(open(tmp_path / f"node-{i}.json"))["task"]["index"] for i in (0, 1))
+    assert tasks == [0, 1]
+    assert oct(os.stat(token).st_mode & 0o777) == "0o600"
+
+
+def test_joining_with_a_wrong_token_is_refused(tmp_path):
+    port = 20000 + (os.getpid() + 7) % 20000
+    host = subprocess.Popen(
+        [SPARKTF, "launch", "-n", "1", "--coordinator", f"127.0.0.1:{port}",
+         "--host-coordinator", "--local", "0", "--reservation-timeout", "5", "--", "true"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    bad = tmp_path / "bad"
+    bad.write_text("not-the-token\n")
+    p = launch("-n", "1", "--coordinator", f"127.0.0.1:{port}", "--local", "1",
+               "--token-file", str(bad), "--", "true")
+    assert p.returncode != 0 and "Unauthenticated" in p.stderr
+    host.communicate(timeout=30)
+    assert host.returncode != 0  # nobody registered within its reservation timeout
