@@ -230,7 +230,10 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
     node has its role; raises a clear error within seconds when Spark cannot
     provide the task slots, and after `reservation_timeout` s when nodes do not
     register (naming the missing executors)."""
-    from pyspark import cloudpickle
+    try:  # the standalone package loads faster on the node than pyspark's copy
+        import cloudpickle
+    except ImportError:
+        from pyspark import cloudpickle
 
     if input_mode == InputMode.SPARK:
         raise NotImplementedError("InputMode.SPARK is not provided by this version of sparktf; "

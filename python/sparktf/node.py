@@ -125,10 +125,10 @@ def main(argv: list[str]) -> int:
         print("usage: python -m sparktf.node PAYLOAD", file=sys.stderr)
         return 2
     try:
-        from pyspark import cloudpickle
+        import pickle  # imports whichever cloudpickle module wrote the payload
 
         with open(argv[0], "rb") as f:
-            map_fun, tf_args, options = cloudpickle.load(f)
+            map_fun, tf_args, options = pickle.load(f)
         os.unlink(argv[0])
         ctx = NodeContext.from_env(defaultFS=options.get("defaultFS", "file://"))
         if options.get("release_port", True):
