@@ -144,3 +144,28 @@ def roles(args, ctx):
                    "cluster_spec": ctx.cluster_spec, "abs": ctx.absolute_path("x/y"),
                    "tf_config": json.loads(os.environ["TF_CONFIG"])}, f)
     ctx.barrier("written", timeout=60)  # nobody exits before everyone wrote
+
+
+def port_held_until_released(args, ctx):
+    """With release_port=False the reserved port stays bound until
+    ctx.release_port(); TensorFlow can bind it afterwards."""
+    import socket
+
+    me = ctx.cluster_spec[ctx.job_name][ctx.task_index]
+    port = int(me.rsplit(":", 1)[1])
+
+    def can_bind():
+        s = socket.socket()
+        try:
+            s.bind(("0.0.0.0", port))
+            return True
+        except OSError:
+            return False
+        finally:
+            s.close()
+
+    before = can_bind()
+    ctx.release_port()
+    after = can_bind()
+    with open(os.path.join(args, f"port-{ctx.executor_id}.json"), "w") as f:
+        json.dump({"before": before, "after": after}, f)

@@ -183,6 +183,15 @@ def test_tensorboard_on_the_chief(spark, tmp_path):
         urllib.request.urlopen(url, timeout=2)
 
 
+def test_release_port_false_keeps_the_port_reserved(spark, tmp_path):
+    cluster = TFCluster.run(spark.sparkContext, cluster_funs.port_held_until_released,
+                            str(tmp_path), 2, release_port=False, reservation_timeout=120)
+    cluster.shutdown(timeout=120)
+    for i in range(2):
+        result = json.load(open(tmp_path / f"port-{i}.json"))
+        assert result == {"before": False, "after": True}
+
+
 def test_tfos_names_and_compat_imports():
     from sparktf.compat import TFCluster as compat_cluster
     from sparktf.compat import TFNode, dfutil as compat_dfutil  # noqa: F401

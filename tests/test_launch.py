@@ -82,3 +82,25 @@ def test_joining_with_a_wrong_token_is_refused(tmp_path):
     assert p.returncode != 0 and "Unauthenticated" in p.stderr
     host.communicate(timeout=30)
     assert host.returncode != 0  # nobody registered within its reservation timeout
+
+
+def test_killed_launcher_leaves_nothing_running(tmp_path):
+    import signal
+
+    script = ("import os, sys, time\n"
+              "open(sys.argv[1] + '/pid-' + os.environ['SPARKTF_EXECUTOR_ID'], 'w')"
+              ".write(str(os.getpid()))\n"
+              "time.sleep(120)\n")
+    p = subprocess.Popen([SPARKTF, "launch", "-n", "2", "--", sys.executable, "-c", script,
+                          str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while len(os.listdir(tmp_path)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    pids = [open(tmp_path / n).read() for n in os.listdir(tmp_path)]
+    assert len(pids) == 2
+    p.send_signal(signal.SIGKILL)  # the coordinator dies with it
+    p.wait()
+    deadline = time.monotonic() + 15
+    while any(os.path.exists(f"/proc/{pid}") for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(os.path.exists(f"/proc/{pid}") for pid in pids)
