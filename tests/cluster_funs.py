@@ -169,3 +169,12 @@ def port_held_until_released(args, ctx):
     after = can_bind()
     with open(os.path.join(args, f"port-{ctx.executor_id}.json"), "w") as f:
         json.dump({"before": before, "after": after}, f)
+
+
+def killed_by_signal(args, ctx):
+    import signal
+
+    if ctx.executor_id == 1:
+        time.sleep(1)
+        os.kill(os.getpid(), signal.SIGKILL)  # like the OOM killer
+    time.sleep(300)

@@ -154,6 +154,16 @@ def test_failing_worker_raises_with_its_traceback(spark, tmp_path):
         assert not os.path.exists(f"/proc/{open(pid_file).read()}")
 
 
+def test_killed_node_process_aborts_the_cluster(spark, tmp_path):
+    cluster = TFCluster.run(spark.sparkContext, cluster_funs.killed_by_signal, None, 2,
+                            reservation_timeout=120)
+    t0 = time.monotonic()
+    with pytest.raises(errors.Aborted, match=r"worker:1 \(executor 1 .*failed with signal 9"):
+        cluster.shutdown(timeout=120)
+    assert time.monotonic() - t0 < 15
+    assert wait_no_node_processes() == []
+
+
 def test_more_executors_than_exist_is_a_clear_error(spark):
     t0 = time.monotonic()
     with pytest.raises(ValueError, match=r"num_executors=6 but the cluster has 4 executor"):

@@ -104,3 +104,28 @@ def test_killed_launcher_leaves_nothing_running(tmp_path):
     while any(os.path.exists(f"/proc/{pid}") for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(os.path.exists(f"/proc/{pid}") for pid in pids)
+
+
+def test_agent_sets_cuda_visible_devices_and_reports_to_coordinator(tmp_path):
+    from sparktf import _native
+
+    token = "t" * 32
+    coord = _native.Coordinator(1, token, bind_host="127.0.0.1")
+    try:
+        out = tmp_path / "env"
+        script = ("import os, sys; open(sys.argv[1], 'w').write("
+                  "os.environ.get('CUDA_VISIBLE_DEVICES', '-') + ' ' + os.environ['TF_CONFIG'])")
+        p = subprocess.run([SPARKTF, "agent", "--coordinator", f"127.0.0.1:{coord.port}",
+                            "--executor-id", "0", "--gpus", "2,3", "--",
+                            sys.executable, "-c", script, str(out)],
+                           env=dict(os.environ, SPARKTF_TOKEN=token), capture_output=True,
+                           text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        gpus, tf_config = out.read_text().split(" ", 1)
+        assert gpus == "2,3"
+        assert json.loads(tf_config)["task"] == {"type": "worker", "index": 0}
+        assert coord.wait_finished(5)
+        node = json.loads(coord.status_json())["nodes"][0]
+        assert node["phase"] == "exited" and node["exit_code"] == 0
+    finally:
+        coord.shutdown()
