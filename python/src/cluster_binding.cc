@@ -34,35 +34,15 @@ class PyCoordinator {
     c_ = ValueOrThrow(Coordinator::Start(o));
   }
   int port() const { return c_->port(); }
-  // True once reserved; False if `timeout` passed first (the message of why is
-  // in reservation_error()). Raises Aborted if the cluster was aborted.
+  // True once reserved; False if `timeout` passed first (why: last_wait_error()).
+  // Raises Aborted if the cluster was aborted.
   bool WaitReserved(double timeout) {
-    Status st;
-    {
-      nb::gil_scoped_release release;
-      st = c_->WaitReserved(Ms(timeout));
-    }
-    if (st.code() == StatusCode::kDeadlineExceeded) {
-      last_wait_error_ = st.message();
-      return false;
-    }
-    ThrowIfError(st);
-    return true;
+    return Wait([&] { return c_->WaitReserved(Ms(timeout)); });
   }
   // True when every node exited cleanly; False on timeout; raises Aborted with
   // the failed node's traceback.
   bool WaitFinished(double timeout) {
-    Status st;
-    {
-      nb::gil_scoped_release release;
-      st = c_->WaitFinished(Ms(timeout));
-    }
-    if (st.code() == StatusCode::kDeadlineExceeded) {
-      last_wait_error_ = st.message();
-      return false;
-    }
-    ThrowIfError(st);
-    return true;
+    return Wait([&] { return c_->WaitFinished(Ms(timeout)); });
   }
   std::string last_wait_error() const { return last_wait_error_; }
   void Abort(const std::string& reason) { c_->Abort(reason); }
@@ -74,6 +54,22 @@ class PyCoordinator {
   }
 
  private:
+  // Runs a blocking wait without the GIL; a timeout is `false`, not an error.
+  template <typename Fn>
+  bool Wait(Fn&& wait) {
+    Status st;
+    {
+      nb::gil_scoped_release release;
+      st = wait();
+    }
+    if (st.code() == StatusCode::kDeadlineExceeded) {
+      last_wait_error_ = st.message();
+      return false;
+    }
+    ThrowIfError(st);
+    return true;
+  }
+
   std::unique_ptr<Coordinator> c_;
   std::string last_wait_error_;
 };

@@ -2,10 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include "sparktf/record/testutil_internal.h"
+
 #include "sparktf/record/columnar_encoder.h"
 
 namespace sparktf {
 namespace {
+
+using namespace testutil;  // NOLINT(google-build-using-namespace)
 
 std::string Encode(const FeatureMap& m) {
   Example ex;
@@ -15,24 +19,6 @@ std::string Encode(const FeatureMap& m) {
   return out;
 }
 
-Feature Ints(std::vector<int64_t> v) {
-  Feature f;
-  f.kind = FeatureKind::kInt64;
-  f.int64_list = std::move(v);
-  return f;
-}
-Feature Floats(std::vector<float> v) {
-  Feature f;
-  f.kind = FeatureKind::kFloat;
-  f.float_list = std::move(v);
-  return f;
-}
-Feature Bytes(std::vector<std::string> v) {
-  Feature f;
-  f.kind = FeatureKind::kBytes;
-  f.bytes_list = std::move(v);
-  return f;
-}
 
 ColumnSpec Fixed(std::string name, DType dtype, std::vector<int64_t> shape = {}) {
   ColumnSpec s;
