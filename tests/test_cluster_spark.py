@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -34,11 +35,19 @@ def node_processes():
     return pids
 
 
+def leftovers():
+    """Node processes still running, and temporary files of nodes still on disk."""
+    temp = tempfile.gettempdir()
+    return node_processes() + glob.glob(os.path.join(temp, "sparktf-node-*")) + \
+        glob.glob(os.path.join(temp, "sparktf-export-*"))
+
+
 def wait_no_node_processes(timeout=15):
+    """Waits until no node process or node temporary file remains; returns what does."""
     deadline = time.monotonic() + timeout
-    while node_processes() and time.monotonic() < deadline:
+    while leftovers() and time.monotonic() < deadline:
         time.sleep(0.2)
-    return node_processes()
+    return leftovers()
 
 
 @pytest.fixture(scope="module")
