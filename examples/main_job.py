@@ -83,7 +83,8 @@ def train(args, ctx):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--workdir", default=None, help="where to write (default: a temp dir)")
+    ap.add_argument("--workdir", default=None,
+                    help="where to write shards and model (default: a temp dir, removed at the end)")
     ap.add_argument("--epochs", type=int, default=10)
     args = ap.parse_args()
 
@@ -171,6 +172,10 @@ def main():
         f"(majority-class baseline {baseline:.3f})")
     if acc < baseline + 0.05:
         sys.exit("main_job: accuracy not clearly above the baseline, training did not work")
+    if not args.workdir:
+        import shutil
+
+        shutil.rmtree(workdir, ignore_errors=True)
     log("done")
 
 
