@@ -221,3 +221,40 @@ def test_tfos_names_and_compat_imports():
                            "reservation_timeout", "queues", "eval_node", "release_port"]
     assert compat_cluster.InputMode.TENSORFLOW == 0 and compat_cluster.InputMode.SPARK == 1
     assert compat_dfutil.saveAsTFRecords is dfutil.saveAsTFRecords
+
+
+GPU_JOB = """
+import os, sys
+os.environ["PYSPARK_PYTHON"] = sys.executable
+from pyspark.sql import SparkSession
+out, script = sys.argv[1], sys.argv[2]
+spark = (SparkSession.builder.master("local-cluster[2,1,1024]")
+         .config("spark.ui.enabled", "false")
+         .config("spark.worker.resource.gpu.amount", "2")
+         .config("spark.worker.resource.gpu.discoveryScript", script)
+         .config("spark.executor.resource.gpu.amount", "1")
+         .config("spark.task.resource.gpu.amount", "1")
+         .getOrCreate())
+from sparktf import TFCluster
+
+def fun(args, ctx):
+    with open(os.path.join(args, "node-%d" % ctx.executor_id), "w") as f:
+        f.write(os.environ.get("CUDA_VISIBLE_DEVICES", "unset"))
+
+TFCluster.run(spark.sparkContext, fun, out, 2, reservation_timeout=60).shutdown(timeout=120)
+spark.stop()
+"""
+
+
+def test_gpus_from_spark_task_resources(tmp_path):
+    """Spark's resource scheduler hands each node task a GPU address (here from
+    a discovery script that reports two fake GPUs per worker); the node process
+    sees exactly that GPU in CUDA_VISIBLE_DEVICES."""
+    script = tmp_path / "discover.sh"
+    script.write_text('#!/bin/sh\necho \'{"name": "gpu", "addresses": ["0", "1"]}\'\n')
+    script.chmod(0o755)
+    p = subprocess.run([sys.executable, "-c", GPU_JOB, str(tmp_path), str(script)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    seen = [open(tmp_path / f"node-{i}").read() for i in range(2)]
+    assert all(s in ("0", "1") for s in seen), seen
