@@ -6,10 +6,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz --target record_reader_fuzz example_fuzz protocol_fuzz
+cmake --build --preset fuzz --target record_reader_fuzz example_fuzz protocol_fuzz batch_fuzz
 corpus=build/fuzz/corpus
 crashes=build/fuzz/crashes
-mkdir -p "$corpus/record_reader_fuzz" "$corpus/example_fuzz" "$corpus/protocol_fuzz" "$crashes"
+mkdir -p "$corpus/record_reader_fuzz" "$corpus/example_fuzz" "$corpus/protocol_fuzz" "$corpus/batch_fuzz" "$crashes"
 .venv/bin/python - "$corpus" <<'PY'
 import os, sys, zlib, gzip
 from sparktf import records as r
@@ -39,9 +39,15 @@ protocol = {"register": b"\x01" + frame(10, reg) + frame(12, b"{}") + frame(20, 
             "status": b"\x01" + frame(60, b"{}"), "nohello": b"\x00" + frame(60, b"{}")}
 for name, data in protocol.items():
     open(os.path.join(corpus, "protocol_fuzz", name), "wb").write(data)
+# A batch: 2 rows, a float32 [2, 2] column "x" and an int64 [2] column "y".
+batch = (struct.pack("<IIQ", 0x42465453, 2, 2)
+         + struct.pack("<BBHI", 0, 2, 1, 0) + struct.pack("<QQQ", 2, 2, 16) + b"x" + b"\0" * 7
+         + struct.pack("<BBHI", 3, 1, 1, 0) + struct.pack("<QQ", 2, 16) + b"y" + b"\0" * 7
+         + struct.pack("<4f", 1, 2, 3, 4) + struct.pack("<2q", 5, 6))
+open(os.path.join(corpus, "batch_fuzz", "seed"), "wb").write(batch)
 PY
 status=0
-for target in record_reader_fuzz example_fuzz protocol_fuzz; do
+for target in record_reader_fuzz example_fuzz protocol_fuzz batch_fuzz; do
   echo "fuzz: $target for ${seconds}s"
   if ! build/fuzz/cpp/$target "$corpus/$target" -max_total_time="$seconds" \
        -rss_limit_mb=2048 -max_len=65536 -artifact_prefix="$crashes/$target-" \

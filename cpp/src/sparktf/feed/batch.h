@@ -1,0 +1,53 @@
+// Columnar batches: the unit that feed rings carry (docs/formats/batch.md).
+//
+// Layout, little-endian, every section 8-byte aligned:
+//   u32 magic "STFB" | u32 num_columns | u64 num_rows
+//   per column: u8 dtype | u8 ndim | u16 name_length | u32 reserved |
+//               u64 dims[ndim] (dims[0] == num_rows) | u64 byte_length | name bytes, padded
+//   then each column's payload (byte_length bytes, padded to 8)
+// Payload of a fixed-width dtype is rows * prod(dims[1:]) values, row-major.
+// kBytes columns carry (rows * prod(dims[1:]) + 1) u64 offsets then the data.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sparktf/common/result.h"
+
+namespace sparktf::feed {
+
+constexpr uint32_t kBatchMagic = 0x42465453;  // "STFB"
+constexpr size_t kMaxBatchColumns = 4096;
+constexpr size_t kMaxBatchDims = 8;
+
+enum class ColumnType : uint8_t {
+  kFloat32 = 0, kFloat64 = 1, kInt32 = 2, kInt64 = 3, kUInt8 = 4, kBool = 5, kBytes = 6,
+};
+size_t ItemSize(ColumnType type);  // 0 for kBytes
+std::string_view ColumnTypeName(ColumnType type);
+
+// A column view into a batch buffer (or into caller memory when encoding).
+struct ColumnView {
+  std::string name;
+  ColumnType type = ColumnType::kFloat32;
+  std::vector<uint64_t> dims;  // dims[0] = rows
+  std::string_view data;       // payload bytes as laid out above
+};
+
+// Number of values of a column: product of dims (0 if no dims).
+uint64_t NumValues(const std::vector<uint64_t>& dims);
+
+// Serializes columns that all have dims[0] == num_rows. InvalidArgument when
+// shapes and byte lengths disagree.
+Status EncodeBatch(const std::vector<ColumnView>& columns, uint64_t num_rows, std::string* out);
+// Size EncodeBatch would produce.
+size_t EncodedBatchSize(const std::vector<ColumnView>& columns);
+
+// Parses a batch; views point into `data`, which must outlive them. Every
+// length and count is checked against the buffer before use: malformed input is
+// InvalidArgument, never an out-of-bounds read.
+Status DecodeBatch(std::string_view data, uint64_t* num_rows, std::vector<ColumnView>* columns);
+
+}  // namespace sparktf::feed

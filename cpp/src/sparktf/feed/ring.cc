@@ -1,0 +1,349 @@
+#include "sparktf/feed/ring.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+namespace sparktf::feed {
+namespace {
+
+constexpr uint64_t kRingMagic = 0x53544652494e4731ull;  // "STFRING1"
+constexpr uint32_t kRingVersion = 1;
+constexpr uint64_t kWrapMarker = ~uint64_t{0};
+using Clock = std::chrono::steady_clock;
+
+size_t Pad8(size_t n) { return (n + 7) & ~size_t{7}; }
+
+bool Alive(int pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno != ESRCH); }
+
+timespec MonotonicIn(std::chrono::nanoseconds d) {
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  const long long ns = ts.tv_nsec + d.count();
+  ts.tv_sec += static_cast<time_t>(ns / 1000000000LL);
+  ts.tv_nsec = static_cast<long>(ns % 1000000000LL);
+  return ts;
+}
+
+}  // namespace
+
+struct Ring::Header {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t header_size;
+  uint64_t capacity;
+  uint64_t head;  // bytes ever written (monotonic)
+  uint64_t tail;  // bytes ever read
+  uint32_t input_closed;
+  uint32_t consumer_closed;
+  int32_t consumer_pid;
+  int32_t producer_pids[kMaxRingProducers];  // 0 = free
+  uint64_t messages_pushed;
+  uint64_t messages_popped;
+  uint64_t bytes_pushed;
+  char reason[512];
+  pthread_mutex_t mu;
+  pthread_cond_t not_empty;
+  pthread_cond_t not_full;
+};
+
+namespace {
+size_t DataOffset() { return (sizeof(Ring::Header) + 63) & ~size_t{63}; }
+}  // namespace
+
+Ring::Ring(std::string name, void* base, size_t mapped, bool owner)
+    : name_(std::move(name)), base_(base), mapped_(mapped), owner_(owner) {
+  h_ = static_cast<Header*>(base_);
+  data_ = static_cast<char*>(base_) + DataOffset();
+}
+
+Result<std::unique_ptr<Ring>> Ring::Create(const std::string& name, size_t capacity) {
+  if (name.size() < 2 || name[0] != '/' || name.find('/', 1) != std::string::npos) {
+    return Status::InvalidArgument("ring name must look like /name, got '" + name + "'");
+  }
+  capacity = Pad8(std::max<size_t>(capacity, 4096));
+  int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::FromErrno("create ring " + name, errno);
+  const size_t size = DataOffset() + capacity;
+  if (::ftruncate(fd, static_cast<off_t>(size)) != 0) {
+    int err = errno;
+    ::close(fd);
+    ::shm_unlink(name.c_str());
+    return Status::FromErrno("size ring " + name, err);
+  }
+  void* base = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (base == MAP_FAILED) {
+    ::shm_unlink(name.c_str());
+    return Status::FromErrno("map ring " + name, errno);
+  }
+  std::memset(base, 0, DataOffset());
+  auto* h = static_cast<Header*>(base);
+  pthread_mutexattr_t ma;
+  pthread_mutexattr_init(&ma);
+  pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+  pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
+  pthread_mutex_init(&h->mu, &ma);
+  pthread_mutexattr_destroy(&ma);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&h->not_empty, &ca);
+  pthread_cond_init(&h->not_full, &ca);
+  pthread_condattr_destroy(&ca);
+  h->version = kRingVersion;
+  h->header_size = static_cast<uint32_t>(DataOffset());
+  h->capacity = capacity;
+  h->consumer_pid = ::getpid();
+  __atomic_store_n(&h->magic, kRingMagic, __ATOMIC_RELEASE);  // last: now valid
+  return std::unique_ptr<Ring>(new Ring(name, base, size, true));
+}
+
+Result<std::unique_ptr<Ring>> Ring::Attach(const std::string& name) {
+  int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
+  if (fd < 0) return Status::FromErrno("attach to ring " + name, errno);
+  struct stat st{};
+  if (::fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < DataOffset() + 4096) {
+    ::close(fd);
+    return Status::InvalidArgument("ring " + name + " is too small to be a sparktf ring");
+  }
+  const auto size = static_cast<size_t>(st.st_size);
+  void* base = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (base == MAP_FAILED) return Status::FromErrno("map ring " + name, errno);
+  auto* h = static_cast<Header*>(base);
+  if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != kRingMagic ||
+      h->version != kRingVersion || h->header_size != DataOffset() ||
+      DataOffset() + h->capacity != size) {
+    ::munmap(base, size);
+    return Status::InvalidArgument("ring " + name + " has an unknown layout");
+  }
+  std::unique_ptr<Ring> ring(new Ring(name, base, size, false));
+  RETURN_NOT_OK(ring->Lock());
+  int slot = -1;
+  for (size_t i = 0; i < kMaxRingProducers; ++i) {
+    if (h->producer_pids[i] == 0 || !Alive(h->producer_pids[i])) {
+      slot = static_cast<int>(i);
+      break;
+    }
+  }
+  if (slot >= 0) h->producer_pids[slot] = ::getpid();
+  ring->Unlock();
+  if (slot < 0) {
+    ring->detached_ = true;
+    return Status::ResourceExhausted("ring " + name + " already has " +
+                                     std::to_string(kMaxRingProducers) + " producers");
+  }
+  return ring;
+}
+
+Ring::~Ring() {
+  if (owner_) {
+    CloseConsumer("the consumer closed the ring");
+    ::shm_unlink(name_.c_str());
+  } else {
+    Detach();
+  }
+  ::munmap(base_, mapped_);
+}
+
+Status Ring::Lock() const {
+  int rc = ::pthread_mutex_lock(&h_->mu);
+  if (rc == EOWNERDEAD) {
+    // A peer died holding the lock; the header is consistent because head
+    // and tail only move after a message is complete.
+    ::pthread_mutex_consistent(&h_->mu);
+    return Status::OK();
+  }
+  if (rc != 0) return Status::FromErrno("lock ring " + name_, rc);
+  return Status::OK();
+}
+
+void Ring::Unlock() const { ::pthread_mutex_unlock(&h_->mu); }
+
+void Ring::WaitSlice(bool for_space, Clock::time_point deadline) const {
+  auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - Clock::now());
+  left = std::min<std::chrono::nanoseconds>(left, kLivenessInterval);
+  if (left.count() <= 0) return;
+  timespec ts = MonotonicIn(left);
+  int rc = ::pthread_cond_timedwait(for_space ? &h_->not_full : &h_->not_empty, &h_->mu, &ts);
+  if (rc == EOWNERDEAD) ::pthread_mutex_consistent(&h_->mu);
+}
+
+size_t Ring::capacity() const { return h_->capacity; }
+
+Status Ring::Push(std::string_view message, std::chrono::milliseconds timeout) {
+  const uint64_t cap = h_->capacity;
+  const uint64_t need = 8 + Pad8(message.size());
+  if (need > cap / 2) {
+    return Status::InvalidArgument("a message of " + std::to_string(message.size()) +
+                                   " bytes does not fit ring " + name_ + " of " +
+                                   std::to_string(cap) +
+                                   " bytes (lower the batch size or enlarge the ring)");
+  }
+  const auto deadline = Clock::now() + timeout;
+  RETURN_NOT_OK(Lock());
+  while (true) {
+    if (h_->consumer_closed) {
+      std::string reason(h_->reason, strnlen(h_->reason, sizeof(h_->reason)));
+      Unlock();
+      return Status::Aborted("ring " + name_ + ": " + reason);
+    }
+    const uint64_t pos = h_->head % cap;
+    const uint64_t to_end = cap - pos;
+    const uint64_t skip = to_end < need ? to_end : 0;
+    if (cap - (h_->head - h_->tail) >= need + skip) {
+      if (skip) {
+        std::memcpy(data_ + pos, &kWrapMarker, 8);
+        h_->head += skip;
+      }
+      const uint64_t at = h_->head % cap;
+      const uint64_t len = message.size();
+      std::memcpy(data_ + at, &len, 8);
+      if (len) std::memcpy(data_ + at + 8, message.data(), len);
+      h_->head += need;
+      ++h_->messages_pushed;
+      h_->bytes_pushed += len;
+      ::pthread_cond_signal(&h_->not_empty);
+      Unlock();
+      return Status::OK();
+    }
+    if (!Alive(h_->consumer_pid)) {
+      const int pid = h_->consumer_pid;
+      h_->consumer_closed = 1;
+      Unlock();
+      ::shm_unlink(name_.c_str());  // orphaned: nobody else will remove it
+      return Status::Aborted("ring " + name_ + ": the consumer (pid " + std::to_string(pid) +
+                             ") died");
+    }
+    if (Clock::now() >= deadline) {
+      Unlock();
+      return Status::DeadlineExceeded(
+          "ring " + name_ + " stayed full for " + std::to_string(timeout.count() / 1000) +
+          " s: the consumer (pid " + std::to_string(h_->consumer_pid) + ") is not reading");
+    }
+    WaitSlice(true, deadline);
+  }
+}
+
+Status Ring::Pop(std::string* out, std::chrono::milliseconds timeout) {
+  const uint64_t cap = h_->capacity;
+  const auto deadline = Clock::now() + timeout;
+  RETURN_NOT_OK(Lock());
+  while (true) {
+    if (h_->head != h_->tail) {
+      const uint64_t at = h_->tail % cap;
+      uint64_t len;
+      std::memcpy(&len, data_ + at, 8);
+      if (len == kWrapMarker) {
+        h_->tail += cap - at;
+        continue;
+      }
+      if (len > cap / 2 || at + 8 + len > cap) {
+        Unlock();
+        return Status::DataLoss("ring " + name_ + " is corrupt at byte " + std::to_string(at));
+      }
+      out->assign(data_ + at + 8, len);
+      h_->tail += 8 + Pad8(len);
+      ++h_->messages_popped;
+      ::pthread_cond_broadcast(&h_->not_full);
+      Unlock();
+      return Status::OK();
+    }
+    if (h_->input_closed) {
+      Unlock();
+      return Status::OutOfRange("ring " + name_ + " closed and drained");
+    }
+    for (int32_t& pid : h_->producer_pids) {
+      if (pid != 0 && !Alive(pid)) {
+        const int dead = pid;
+        pid = 0;
+        Unlock();
+        return Status::Aborted("ring " + name_ + ": producer pid " + std::to_string(dead) +
+                               " died while feeding; its data is incomplete");
+      }
+    }
+    if (Clock::now() >= deadline) {
+      Unlock();
+      return Status::DeadlineExceeded("ring " + name_ + " had no data for " +
+                                      std::to_string(timeout.count() / 1000) +
+                                      " s: are the feeding tasks running?");
+    }
+    WaitSlice(false, deadline);
+  }
+}
+
+void Ring::CloseInput() {
+  if (!Lock().ok()) return;
+  h_->input_closed = 1;
+  ::pthread_cond_broadcast(&h_->not_empty);
+  Unlock();
+}
+
+void Ring::CloseConsumer(const std::string& reason) {
+  if (!Lock().ok()) return;
+  if (!h_->consumer_closed) {
+    h_->consumer_closed = 1;
+    std::strncpy(h_->reason, reason.c_str(), sizeof(h_->reason) - 1);
+  }
+  ::pthread_cond_broadcast(&h_->not_full);
+  Unlock();
+}
+
+void Ring::Detach() {
+  if (owner_ || detached_) return;
+  detached_ = true;
+  if (!Lock().ok()) return;
+  for (int32_t& pid : h_->producer_pids) {
+    if (pid == ::getpid()) {
+      pid = 0;
+      break;
+    }
+  }
+  ::pthread_cond_broadcast(&h_->not_empty);
+  Unlock();
+}
+
+RingStats Ring::stats() const {
+  RingStats s;
+  if (!Lock().ok()) return s;
+  s.messages_pushed = h_->messages_pushed;
+  s.messages_popped = h_->messages_popped;
+  s.bytes_pushed = h_->bytes_pushed;
+  Unlock();
+  return s;
+}
+
+std::vector<std::string> SweepStaleRings(const std::string& prefix) {
+  std::vector<std::string> removed;
+  DIR* dir = ::opendir("/dev/shm");
+  if (!dir) return removed;
+  const std::string bare = prefix.size() && prefix[0] == '/' ? prefix.substr(1) : prefix;
+  while (dirent* e = ::readdir(dir)) {
+    std::string n = e->d_name;
+    if (n.rfind(bare, 0) != 0) continue;
+    const std::string name = "/" + n;
+    int fd = ::shm_open(name.c_str(), O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0) continue;
+    Ring::Header h{};
+    const ssize_t got = ::pread(fd, &h, sizeof(h), 0);
+    ::close(fd);
+    if (got == static_cast<ssize_t>(sizeof(h)) && h.magic == kRingMagic && Alive(h.consumer_pid)) {
+      continue;
+    }
+    if (::shm_unlink(name.c_str()) == 0) removed.push_back(name);
+  }
+  ::closedir(dir);
+  return removed;
+}
+
+}  // namespace sparktf::feed

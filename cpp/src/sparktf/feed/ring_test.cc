@@ -1,0 +1,207 @@
+#include "sparktf/feed/ring.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <random>
+#include <thread>
+
+#include "sparktf/feed/batch.h"
+
+namespace sparktf::feed {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string UniqueName(const char* tag) {
+  static int n = 0;
+  return "/sparktf-test-" + std::string(tag) + "-" + std::to_string(::getpid()) + "-" +
+         std::to_string(n++);
+}
+
+bool SegmentExists(const std::string& name) { return ::access(("/dev/shm" + name).c_str(), F_OK) == 0; }
+
+TEST(RingTest, PushPopInOrderAcrossWraparound) {
+  const std::string name = UniqueName("wrap");
+  auto ring = Ring::Create(name, 4096);
+  ASSERT_TRUE(ring.ok()) << ring.status().ToString();
+  auto producer = Ring::Attach(name);
+  ASSERT_TRUE(producer.ok());
+  std::mt19937 rng(1);
+  std::string got;
+  for (int i = 0; i < 2000; ++i) {
+    std::string msg(rng() % 1500, static_cast<char>('a' + i % 26));
+    msg += std::to_string(i);
+    ASSERT_TRUE((*producer)->Push(msg, 1s).ok());
+    ASSERT_TRUE((*ring)->Pop(&got, 1s).ok());
+    ASSERT_EQ(got, msg);
+  }
+  EXPECT_EQ((*ring)->stats().messages_popped, 2000u);
+  ring->reset();
+  EXPECT_FALSE(SegmentExists(name));  // the owner unlinks on close
+}
+
+TEST(RingTest, TimeoutsCloseAndLimits) {
+  const std::string name = UniqueName("limits");
+  auto ring = std::move(Ring::Create(name, 4096)).ValueOrDie();
+  auto producer = std::move(Ring::Attach(name)).ValueOrDie();
+  std::string out;
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(ring->Pop(&out, 200ms).code(), StatusCode::kDeadlineExceeded);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
+  EXPECT_EQ(producer->Push(std::string(3000, 'x'), 1s).code(), StatusCode::kInvalidArgument);
+  // Fill it, then a push times out with a message that names the consumer.
+  Status st;
+  for (int i = 0; i < 100 && st.ok(); ++i) st = producer->Push(std::string(1000, 'y'), 100ms);
+  EXPECT_EQ(st.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_NE(st.message().find("is not reading"), std::string::npos);
+  producer->CloseInput();
+  int n = 0;
+  while (ring->Pop(&out, 1s).ok()) ++n;
+  EXPECT_GT(n, 0);
+  EXPECT_EQ(ring->Pop(&out, 1s).code(), StatusCode::kOutOfRange);
+  ring->CloseConsumer("training finished");
+  st = producer->Push("late", 1s);
+  EXPECT_EQ(st.code(), StatusCode::kAborted);
+  EXPECT_NE(st.message().find("training finished"), std::string::npos);
+  EXPECT_EQ(Ring::Attach("/sparktf-test-no-such-ring").status().code(), StatusCode::kNotFound);
+}
+
+TEST(RingTest, SeveralProducerProcessesKeepTheirOrder) {
+  const std::string name = UniqueName("multi");
+  auto ring = std::move(Ring::Create(name, 1 << 16)).ValueOrDie();
+  constexpr int kProducers = 4, kEach = 500;
+  std::vector<pid_t> kids;
+  for (int p = 0; p < kProducers; ++p) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      auto prod = Ring::Attach(name);
+      if (!prod.ok()) ::_exit(2);
+      for (int i = 0; i < kEach; ++i) {
+        if (!(*prod)->Push(std::to_string(p) + ":" + std::to_string(i), 10s).ok()) ::_exit(3);
+      }
+      prod->reset();
+      ::_exit(0);
+    }
+    kids.push_back(pid);
+  }
+  std::vector<int> next(kProducers, 0);
+  std::string msg;
+  for (int k = 0; k < kProducers * kEach; ++k) {
+    ASSERT_TRUE(ring->Pop(&msg, 10s).ok()) << k;
+    int p = std::stoi(msg.substr(0, msg.find(':')));
+    int i = std::stoi(msg.substr(msg.find(':') + 1));
+    ASSERT_EQ(i, next[p]++) << "producer " << p << " out of order";
+  }
+  for (pid_t pid : kids) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+  }
+}
+
+TEST(RingTest, KilledProducerIsNoticedByTheConsumer) {
+  const std::string name = UniqueName("deadprod");
+  auto ring = std::move(Ring::Create(name, 1 << 16)).ValueOrDie();
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    auto prod = Ring::Attach(name);
+    if (prod.ok()) (void)(*prod)->Push("first", 1s);
+    ::pause();
+    ::_exit(0);
+  }
+  std::string msg;
+  ASSERT_TRUE(ring->Pop(&msg, 10s).ok());
+  EXPECT_EQ(msg, "first");
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  auto t0 = std::chrono::steady_clock::now();
+  Status st = ring->Pop(&msg, 10s);
+  EXPECT_EQ(st.code(), StatusCode::kAborted) << st.ToString();
+  EXPECT_NE(st.message().find("died while feeding"), std::string::npos);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  ring.reset();
+  EXPECT_FALSE(SegmentExists(name));
+}
+
+TEST(RingTest, KilledConsumerIsNoticedAndItsSegmentRemoved) {
+  const std::string name = UniqueName("deadcons");
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    auto ring = Ring::Create(name, 4096);
+    char c = ring.ok() ? 1 : 0;
+    (void)!::write(ready[1], &c, 1);
+    ::pause();
+    ::_exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  ASSERT_EQ(c, 1);
+  auto producer = std::move(Ring::Attach(name)).ValueOrDie();
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  Status st;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 100 && st.ok(); ++i) st = producer->Push(std::string(1000, 'z'), 10s);
+  EXPECT_EQ(st.code(), StatusCode::kAborted) << st.ToString();
+  EXPECT_NE(st.message().find("consumer (pid"), std::string::npos);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  EXPECT_FALSE(SegmentExists(name));
+}
+
+TEST(RingTest, SweepRemovesSegmentsOfDeadConsumers) {
+  const std::string prefix = "/sparktf-test-sweep-" + std::to_string(::getpid());
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    auto ring = Ring::Create(prefix + "-a", 4096);
+    ::kill(::getpid(), SIGKILL);  // dies without cleaning up
+  }
+  ::waitpid(pid, nullptr, 0);
+  auto live = std::move(Ring::Create(prefix + "-b", 4096)).ValueOrDie();
+  EXPECT_TRUE(SegmentExists(prefix + "-a"));
+  auto removed = SweepStaleRings(prefix);
+  EXPECT_EQ(removed, std::vector<std::string>{prefix + "-a"});
+  EXPECT_TRUE(SegmentExists(prefix + "-b"));  // its consumer (this process) lives
+}
+
+TEST(BatchTest, RoundTripAndMalformedInput) {
+  const std::vector<float> x = {1, 2, 3, 4, 5, 6};
+  const std::vector<int64_t> y = {7, 8};
+  std::string bytes_payload;
+  const uint64_t offsets[] = {0, 2, 5};
+  bytes_payload.append(reinterpret_cast<const char*>(offsets), sizeof(offsets));
+  bytes_payload += "abcde";
+  std::vector<ColumnView> cols = {
+      {"x", ColumnType::kFloat32, {2, 3}, {reinterpret_cast<const char*>(x.data()), 24}},
+      {"label", ColumnType::kInt64, {2}, {reinterpret_cast<const char*>(y.data()), 16}},
+      {"s", ColumnType::kBytes, {2}, bytes_payload},
+  };
+  std::string buf;
+  ASSERT_TRUE(EncodeBatch(cols, 2, &buf).ok());
+  EXPECT_EQ(buf.size(), EncodedBatchSize(cols));
+  uint64_t rows = 0;
+  std::vector<ColumnView> back;
+  ASSERT_TRUE(DecodeBatch(buf, &rows, &back).ok());
+  ASSERT_EQ(back.size(), 3u);
+  EXPECT_EQ(rows, 2u);
+  EXPECT_EQ(back[0].name, "x");
+  EXPECT_EQ(back[0].dims, (std::vector<uint64_t>{2, 3}));
+  EXPECT_EQ(back[0].data, cols[0].data);
+  EXPECT_EQ(back[2].data, bytes_payload);
+  for (size_t n = 0; n < buf.size(); ++n) {  // every truncation
+    EXPECT_EQ(DecodeBatch(buf.substr(0, n), &rows, &back).code(), StatusCode::kInvalidArgument)
+        << n;
+  }
+  std::string bad = buf;
+  bad[0] ^= 1;
+  EXPECT_FALSE(DecodeBatch(bad, &rows, &back).ok());
+  cols[1].dims = {3};  // wrong row count
+  EXPECT_FALSE(EncodeBatch(cols, 2, &buf).ok());
+}
+
+}  // namespace
+}  // namespace sparktf::feed
