@@ -38,5 +38,6 @@ T ValueOrThrow(Result<T> r) {
 void InitErrors(nb::module_& m);
 void InitRecords(nb::module_& m);
 void InitCluster(nb::module_& m);
+void InitFeed(nb::module_& m);
 
 }  // namespace sparktf::python

@@ -5,4 +5,5 @@ NB_MODULE(_native, m) {
   sparktf::python::InitErrors(m);
   sparktf::python::InitRecords(m);
   sparktf::python::InitCluster(m);
+  sparktf::python::InitFeed(m);
 }
