@@ -198,11 +198,10 @@ TEST(CoordinatorTest, FailedNodeAbortsTheOthersWithItsTraceback) {
 TEST(CoordinatorTest, LostConnectionAbortsTheCluster) {
   auto coord = StartCoordinator(2);
   FakeNode a = Join(*coord, 0, 1);
-  {
-    FakeNode b = Join(*coord, 1, 2);
-    AwaitSpec(b);
-  }  // b's connection closes without an exit report
+  std::optional<FakeNode> b(Join(*coord, 1, 2));
   AwaitSpec(a);
+  AwaitSpec(*b);
+  b.reset();  // b's connection closes without an exit report
   auto f = a.conn.Receive(5s);
   ASSERT_TRUE(f.ok());
   EXPECT_EQ(f->type, MessageType::kAbort);
