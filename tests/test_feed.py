@@ -107,3 +107,36 @@ def test_killed_consumer_is_noticed_and_its_segment_removed():
     ring.close()
     assert not in_shm(name)
     assert _native.sweep_stale_rings(f"/sparktf-pytest-") == []
+
+
+def test_rows_to_batch_from_python_values():
+    from pyspark.sql import Row
+
+    rows = [(i, float(i) / 2, [1.0, 2.0, float(i)], np.full((2, 2), i, np.int32), f"r{i}", i % 2 == 0)
+            for i in range(5)]
+    n, cols = _native.decode_batch(_native.rows_to_batch(rows))
+    assert n == 5 and list(cols) == ["0", "1", "2", "3", "4", "5"]
+    assert cols["0"].dtype == np.int64 and cols["0"].tolist() == [0, 1, 2, 3, 4]
+    assert cols["1"].dtype == np.float32 and cols["1"].tolist() == [0, 0.5, 1, 1.5, 2]
+    assert cols["2"].shape == (5, 3) and cols["2"][4].tolist() == [1, 2, 4]
+    assert cols["3"].shape == (5, 2, 2) and cols["3"].dtype == np.int32
+    assert cols["4"] == [b"r0", b"r1", b"r2", b"r3", b"r4"]
+    assert cols["5"].tolist() == [True, False, True, False, True]
+    # pyspark Rows name the columns; single values make one column.
+    n, cols = _native.decode_batch(_native.rows_to_batch([Row(x=1.5, y=2), Row(x=2.5, y=3)]))
+    assert cols["x"].tolist() == [1.5, 2.5] and cols["y"].tolist() == [2, 3]
+    n, cols = _native.decode_batch(_native.rows_to_batch([np.float32(1), 2.0], names=["v"]))
+    assert cols["v"].tolist() == [1.0, 2.0]
+
+
+@pytest.mark.parametrize("rows,match", [
+    ([(1, 2.0), (1,)], "row 1 does not have 2 values"),
+    ([([1.0, 2.0],), ([1.0],)], "row 1, column '0': has 1 values but the first row had 2"),
+    ([(1,), ("a",)], "row 1, column '0': expected an int"),
+    ([(np.zeros(3, np.float32),), (np.zeros(4, np.float32),)], "shape or dtype differs"),
+    ([({"a": 1},)], "unsupported value"),
+    ([], "no rows"),
+])
+def test_rows_to_batch_rejects_inconsistent_rows(rows, match):
+    with pytest.raises(errors.InvalidArgument, match=match):
+        _native.rows_to_batch(rows)

@@ -1,5 +1,6 @@
 // sparktf._native feed API: shared-memory rings and columnar batches.
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -91,6 +92,199 @@ const char* NumpyDtype(ColumnType t) {
   return "object";
 }
 
+// Builds one column of a batch from the values of successive rows. The first
+// value fixes the column's type and per-row shape; later values must match.
+class ColumnBuilder {
+ public:
+  explicit ColumnBuilder(std::string name) : name_(std::move(name)) {}
+
+  void Append(PyObject* v, size_t row) {
+    if (rows_ == 0) Start(v);
+    switch (shape_kind_) {
+      case kScalar: AppendScalar(v, row); break;
+      case kSequence: AppendSequence(v, row); break;
+      case kArray: AppendArray(v, row); break;
+    }
+    ++rows_;
+  }
+
+  ColumnView View() {
+    ColumnView c;
+    c.name = name_;
+    c.type = type_;
+    c.dims = {rows_};
+    c.dims.insert(c.dims.end(), inner_.begin(), inner_.end());
+    if (type_ == ColumnType::kBytes) {
+      payload_.assign(reinterpret_cast<const char*>(offsets_.data()), offsets_.size() * 8);
+      payload_ += data_;
+      c.data = payload_;
+    } else {
+      c.data = data_;
+    }
+    return c;
+  }
+
+ private:
+  enum ShapeKind { kScalar, kSequence, kArray };
+
+  [[noreturn]] void Fail(size_t row, const std::string& what) const {
+    throw StatusError(Status::InvalidArgument("row " + std::to_string(row) + ", column '" +
+                                              name_ + "': " + what));
+  }
+
+  static bool IsText(PyObject* v) { return PyBytes_Check(v) || PyUnicode_Check(v); }
+
+  // numpy scalars expose a 0-d buffer; they are scalars here.
+  static bool IsZeroDim(PyObject* v) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(v, &view, PyBUF_ND) != 0) {
+      PyErr_Clear();
+      return false;
+    }
+    const bool zero = view.ndim == 0;
+    PyBuffer_Release(&view);
+    return zero;
+  }
+
+  static ColumnType ScalarType(PyObject* v) {
+    if (PyBool_Check(v)) return ColumnType::kBool;
+    if (PyLong_Check(v)) return ColumnType::kInt64;
+    if (PyFloat_Check(v)) return ColumnType::kFloat32;
+    if (IsText(v)) return ColumnType::kBytes;
+    return ColumnType::kBytes;  // checked when appended
+  }
+
+  void Start(PyObject* v) {
+    if (PyList_Check(v) || PyTuple_Check(v)) {
+      shape_kind_ = kSequence;
+      const Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
+      inner_ = {static_cast<uint64_t>(n)};
+      type_ = ColumnType::kFloat32;
+      if (n > 0) {
+        PyObject* first = PySequence_Fast_GET_ITEM(v, 0);
+        type_ = PyFloat_Check(first) ? ColumnType::kFloat32
+                : PyBool_Check(first) ? ColumnType::kBool
+                : PyLong_Check(first) ? ColumnType::kInt64
+                                      : ColumnType::kBytes;
+        if (type_ == ColumnType::kBytes) Fail(0, "lists must hold numbers");
+      }
+    } else if (!IsText(v) && PyObject_CheckBuffer(v) && !IsZeroDim(v)) {
+      shape_kind_ = kArray;
+      Py_buffer view;
+      if (PyObject_GetBuffer(v, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) {
+        PyErr_Clear();
+        Fail(0, "arrays must be C-contiguous");
+      }
+      type_ = TypeOfFormat(view.format ? view.format : "B", static_cast<size_t>(view.itemsize),
+                           name_);
+      for (int d = 0; d < view.ndim; ++d) inner_.push_back(static_cast<uint64_t>(view.shape[d]));
+      PyBuffer_Release(&view);
+    } else if (nb::hasattr(v, "item") && nb::hasattr(v, "dtype")) {
+      shape_kind_ = kScalar;  // a numpy scalar: typed by its Python value
+      nb::object item = nb::handle(v).attr("item")();
+      type_ = ScalarType(item.ptr());
+    } else {
+      shape_kind_ = kScalar;
+      type_ = ScalarType(v);
+      if (!IsText(v) && !PyLong_Check(v) && !PyFloat_Check(v)) {
+        Fail(0, std::string("unsupported value of type ") + Py_TYPE(v)->tp_name);
+      }
+    }
+  }
+
+  void PutNumber(PyObject* v, size_t row) {
+    switch (type_) {
+      case ColumnType::kFloat32: {
+        double d = PyFloat_AsDouble(v);
+        if (d == -1.0 && PyErr_Occurred()) {
+          PyErr_Clear();
+          Fail(row, "expected a number");
+        }
+        const float f = static_cast<float>(d);
+        data_.append(reinterpret_cast<const char*>(&f), 4);
+        return;
+      }
+      case ColumnType::kInt64:
+      case ColumnType::kBool: {
+        if (!PyLong_Check(v)) Fail(row, "expected an int");
+        int overflow = 0;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (overflow) Fail(row, "int does not fit int64");
+        if (type_ == ColumnType::kBool) {
+          data_.push_back(x ? 1 : 0);
+        } else {
+          const int64_t i = x;
+          data_.append(reinterpret_cast<const char*>(&i), 8);
+        }
+        return;
+      }
+      default: Fail(row, "unexpected value");
+    }
+  }
+
+  void AppendScalar(PyObject* v, size_t row) {
+    nb::object item;
+    if (!PyLong_Check(v) && !PyFloat_Check(v) && !IsText(v) && nb::hasattr(v, "item")) {
+      item = nb::handle(v).attr("item")();
+      v = item.ptr();
+    }
+    if (type_ == ColumnType::kBytes) {
+      if (PyBytes_Check(v)) {
+        data_.append(PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v));
+      } else if (PyUnicode_Check(v)) {
+        Py_ssize_t n;
+        const char* s = PyUnicode_AsUTF8AndSize(v, &n);
+        if (!s) throw nb::python_error();
+        data_.append(s, n);
+      } else {
+        Fail(row, "expected bytes or str");
+      }
+      offsets_.push_back(data_.size());
+      return;
+    }
+    PutNumber(v, row);
+  }
+
+  void AppendSequence(PyObject* v, size_t row) {
+    if (!PyList_Check(v) && !PyTuple_Check(v)) Fail(row, "expected a list like the first row's");
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
+    if (static_cast<uint64_t>(n) != inner_[0]) {
+      Fail(row, "has " + std::to_string(n) + " values but the first row had " +
+                    std::to_string(inner_[0]));
+    }
+    for (Py_ssize_t i = 0; i < n; ++i) PutNumber(PySequence_Fast_GET_ITEM(v, i), row);
+  }
+
+  void AppendArray(PyObject* v, size_t row) {
+    Py_buffer view;
+    if (IsText(v) || PyObject_GetBuffer(v, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) {
+      PyErr_Clear();
+      Fail(row, "expected a C-contiguous array like the first row's");
+    }
+    struct Release {
+      Py_buffer* b;
+      ~Release() { PyBuffer_Release(b); }
+    } release{&view};
+    std::vector<uint64_t> shape;
+    for (int d = 0; d < view.ndim; ++d) shape.push_back(static_cast<uint64_t>(view.shape[d]));
+    if (shape != inner_ ||
+        TypeOfFormat(view.format ? view.format : "B", static_cast<size_t>(view.itemsize),
+                     name_) != type_) {
+      Fail(row, "array shape or dtype differs from the first row's");
+    }
+    data_.append(static_cast<const char*>(view.buf), static_cast<size_t>(view.len));
+  }
+
+  std::string name_;
+  ColumnType type_ = ColumnType::kFloat32;
+  ShapeKind shape_kind_ = kScalar;
+  std::vector<uint64_t> inner_;
+  uint64_t rows_ = 0;
+  std::string data_;
+  std::vector<uint64_t> offsets_{0};
+  std::string payload_;
+};
+
 }  // namespace
 
 void InitFeed(nb::module_& m) {
@@ -175,6 +369,54 @@ void InitFeed(nb::module_& m) {
     ThrowIfError(EncodeBatch(views, rows, &out));
     return nb::bytes(out.data(), out.size());
   }, nb::arg("columns"));
+
+  // rows: a list of tuples/lists/pyspark Rows (one column per element) or of
+  // single values (one column). Element values: int, float (-> float32), bool,
+  // str/bytes, a list of numbers (a vector column), or a numpy array (its
+  // shape and dtype). names: column names (default: Row fields, else "0", "1", ...).
+  m.def("rows_to_batch", [](nb::handle rows, std::optional<std::vector<std::string>> names) {
+    nb::object seq = nb::steal(PySequence_Fast(rows.ptr(), "rows must be a sequence"));
+    if (!seq.is_valid()) throw nb::python_error();
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq.ptr());
+    if (n == 0) throw StatusError(Status::InvalidArgument("no rows"));
+    PyObject* first = PySequence_Fast_GET_ITEM(seq.ptr(), 0);
+    const bool tuple_rows = PyTuple_Check(first) || PyList_Check(first);
+    const Py_ssize_t width = tuple_rows ? PySequence_Fast_GET_SIZE(first) : 1;
+    std::vector<std::string> col_names;
+    if (names) {
+      col_names = *names;
+    } else if (tuple_rows && nb::hasattr(first, "__fields__")) {
+      col_names = nb::cast<std::vector<std::string>>(nb::handle(first).attr("__fields__"));
+    } else {
+      for (Py_ssize_t i = 0; i < width; ++i) col_names.push_back(std::to_string(i));
+    }
+    if (static_cast<Py_ssize_t>(col_names.size()) != width) {
+      throw StatusError(Status::InvalidArgument(
+          std::to_string(col_names.size()) + " names for rows of " + std::to_string(width) +
+          " values"));
+    }
+    std::vector<ColumnBuilder> builders;
+    for (const auto& name : col_names) builders.emplace_back(name);
+    for (Py_ssize_t r = 0; r < n; ++r) {
+      PyObject* row = PySequence_Fast_GET_ITEM(seq.ptr(), r);
+      if (!tuple_rows) {
+        builders[0].Append(row, static_cast<size_t>(r));
+        continue;
+      }
+      if (!(PyTuple_Check(row) || PyList_Check(row)) || PySequence_Fast_GET_SIZE(row) != width) {
+        throw StatusError(Status::InvalidArgument("row " + std::to_string(r) + " does not have " +
+                                                  std::to_string(width) + " values like row 0"));
+      }
+      for (Py_ssize_t c = 0; c < width; ++c) {
+        builders[c].Append(PySequence_Fast_GET_ITEM(row, c), static_cast<size_t>(r));
+      }
+    }
+    std::vector<ColumnView> views;
+    for (auto& b : builders) views.push_back(b.View());
+    std::string out;
+    ThrowIfError(EncodeBatch(views, static_cast<uint64_t>(n), &out));
+    return nb::bytes(out.data(), out.size());
+  }, nb::arg("rows"), nb::arg("names") = nb::none());
 
   // Returns (rows, dict name -> numpy array (a copy) or list of bytes).
   m.def("decode_batch", [](nb::bytes data) {
