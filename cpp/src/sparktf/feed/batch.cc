@@ -31,10 +31,13 @@ class Cursor {
     pos_ += static_cast<size_t>(n);
     return true;
   }
+  // Skips padding to the next multiple of 8; padding must be zero bytes.
   bool Align() {
     size_t p = Pad8(pos_);
     if (p > d_.size()) return false;
-    pos_ = p;
+    for (; pos_ < p; ++pos_) {
+      if (d_[pos_] != 0) return false;
+    }
     return true;
   }
   bool done() const { return pos_ == d_.size(); }
@@ -175,6 +178,7 @@ Status DecodeBatch(std::string_view data, uint64_t* num_rows, std::vector<Column
     if (!cur.Get(&type) || !cur.Get(&ndim) || !cur.Get(&name_len) || !cur.Get(&reserved)) {
       return Bad("truncated column header");
     }
+    if (reserved != 0) return Bad("reserved field is not zero");
     if (type > static_cast<uint8_t>(ColumnType::kBytes)) return Bad("unknown dtype");
     if (ndim == 0 || ndim > kMaxBatchDims) return Bad("bad number of dimensions");
     c.type = static_cast<ColumnType>(type);
@@ -194,7 +198,7 @@ Status DecodeBatch(std::string_view data, uint64_t* num_rows, std::vector<Column
   }
   for (size_t i = 0; i < columns->size(); ++i) {
     if (!cur.Take(lengths[i], &(*columns)[i].data) || !cur.Align()) {
-      return Bad("column '" + (*columns)[i].name + "' runs past the end");
+      return Bad("column '" + (*columns)[i].name + "' runs past the end or has bad padding");
     }
     RETURN_NOT_OK(CheckPayload((*columns)[i]));
   }

@@ -46,8 +46,9 @@ Status EncodeBatch(const std::vector<ColumnView>& columns, uint64_t num_rows, st
 size_t EncodedBatchSize(const std::vector<ColumnView>& columns);
 
 // Parses a batch; views point into `data`, which must outlive them. Every
-// length and count is checked against the buffer before use: malformed input is
-// InvalidArgument, never an out-of-bounds read.
+// length and count is checked against the buffer before use, and reserved
+// fields and padding must be zero, so that a valid batch has one encoding:
+// malformed input is InvalidArgument, never an out-of-bounds read.
 Status DecodeBatch(std::string_view data, uint64_t* num_rows, std::vector<ColumnView>* columns);
 
 }  // namespace sparktf::feed

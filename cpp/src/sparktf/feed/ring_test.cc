@@ -199,6 +199,14 @@ TEST(BatchTest, RoundTripAndMalformedInput) {
   std::string bad = buf;
   bad[0] ^= 1;
   EXPECT_FALSE(DecodeBatch(bad, &rows, &back).ok());
+  // Found by batch_fuzz: a nonzero reserved field (and nonzero padding) decoded
+  // but did not re-encode to the same bytes; both are now rejected.
+  bad = buf;
+  bad[16 + 4] = 8;  // first column's reserved u32
+  EXPECT_FALSE(DecodeBatch(bad, &rows, &back).ok());
+  bad = buf;
+  bad[16 + 16 + 16 + 1] = 1;  // a padding byte after the first column's name
+  EXPECT_FALSE(DecodeBatch(bad, &rows, &back).ok());
   cols[1].dims = {3};  // wrong row count
   EXPECT_FALSE(EncodeBatch(cols, 2, &buf).ok());
 }
