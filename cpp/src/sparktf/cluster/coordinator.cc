@@ -157,6 +157,7 @@ void Coordinator::Accept() {
 
 void Coordinator::ReadFrom(Conn& c) {
   char buf[65536];
+  bool peer_closed = false;
   while (c.fd.valid()) {
     ssize_t n = ::recv(c.fd.get(), buf, sizeof(buf), 0);
     if (n > 0) {
@@ -165,18 +166,20 @@ void Coordinator::ReadFrom(Conn& c) {
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-    CloseConn(c);  // closed by the peer, or an error
-    return;
+    peer_closed = true;  // closed by the peer, or an error
+    break;
   }
+  // Frames that arrived before the close count (an agent reports its exit and
+  // closes at once); only then is the connection closed.
   Frame f;
   while (c.fd.valid() && !c.closing) {
     bool have = false;
     Status st = c.decoder.Next(&f, &have);
     if (!st.ok()) {
       Reject(c, st);
-      return;
+      break;
     }
-    if (!have) return;
+    if (!have) break;
     if (!c.authenticated) {
       // Nothing but the token is looked at before authentication.
       if (f.type != MessageType::kHello || !TokensEqual(f.payload, options_.token)) {
@@ -189,6 +192,7 @@ void Coordinator::ReadFrom(Conn& c) {
     }
     Handle(c, f);
   }
+  if (peer_closed) CloseConn(c);
 }
 
 void Coordinator::Flush(Conn& c) {

@@ -209,6 +209,21 @@ TEST(CoordinatorTest, LostConnectionAbortsTheCluster) {
   EXPECT_NE(st.message().find("was lost"), std::string::npos) << st.message();
 }
 
+// Found in CI: an agent that reports its exit and closes at once must count as
+// exited, not lost (the report and the close arrive in one read).
+TEST(CoordinatorTest, ExitReportFollowedByCloseCountsAsExited) {
+  auto coord = StartCoordinator(2);
+  std::vector<FakeNode> nodes;
+  for (int i = 0; i < 2; ++i) nodes.push_back(Join(*coord, i, 100 + i));
+  for (auto& n : nodes) AwaitSpec(n);
+  for (auto& n : nodes) {
+    ASSERT_TRUE(n.conn.Send(MessageType::kReportExit, R"({"exit_code": 0})").ok());
+    ::shutdown(n.conn.fd(), SHUT_RDWR);  // close without waiting for the ack
+  }
+  Status st = coord->WaitFinished(5s);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+}
+
 TEST(CoordinatorTest, SilentNodeIsLostAfterHeartbeatTimeout) {
   auto coord = StartCoordinator(1, 0, "", false, 300ms);
   FakeNode a = Join(*coord, 0, 1);

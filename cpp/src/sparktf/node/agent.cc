@@ -329,7 +329,15 @@ Result<int> RunAgent(const AgentOptions& o) {
     json report = {{"exit_code", code}, {"signal", sig}, {"stopped", stopped},
                    {"reason", stop_reason}, {"traceback", ReadSmallFile(o.error_file)},
                    {"stderr_tail", tail.str()}};
-    (void)conn.Call(MessageType::kReportExit, report.dump(), MessageType::kReportAck, 5s);
+    // Wait for the ack, passing over a STOP or ABORT that crossed the report.
+    if (conn.Send(MessageType::kReportExit, report.dump()).ok()) {
+      const auto deadline = Clock::now() + 5s;
+      while (Clock::now() < deadline) {
+        auto f = conn.Receive(std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - Clock::now()));
+        if (!f.ok() || f->type == MessageType::kReportAck) break;
+      }
+    }
   }
   if (!o.error_file.empty()) ::unlink(o.error_file.c_str());
   if (stopped && stop_reason == "stopped by the coordinator") return 0;
