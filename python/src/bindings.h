@@ -4,6 +4,7 @@
 
 #include <nanobind/nanobind.h>
 
+#include <chrono>
 #include <exception>
 #include <string>
 
@@ -33,6 +34,11 @@ template <typename T>
 T ValueOrThrow(Result<T> r) {
   if (!r.ok()) throw StatusError(r.status());
   return std::move(r).ValueOrDie();
+}
+
+// Python timeouts are float seconds.
+inline std::chrono::milliseconds Ms(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
 
 void InitErrors(nb::module_& m);

@@ -13,10 +13,6 @@ namespace {
 
 using namespace sparktf::cluster;
 
-std::chrono::milliseconds Ms(double seconds) {
-  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-}
-
 class PyCoordinator {
  public:
   PyCoordinator(int num_nodes, const std::string& token, int num_ps,

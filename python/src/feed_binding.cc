@@ -16,10 +16,6 @@ namespace {
 
 using namespace sparktf::feed;
 
-std::chrono::milliseconds Ms(double seconds) {
-  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-}
-
 class PyRing {
  public:
   explicit PyRing(std::unique_ptr<Ring> r) : r_(std::move(r)) {}
@@ -79,17 +75,9 @@ ColumnType TypeOfFormat(std::string_view fmt, size_t itemsize, const std::string
                                             std::string(fmt) + "'"));
 }
 
-const char* NumpyDtype(ColumnType t) {
-  switch (t) {
-    case ColumnType::kFloat32: return "float32";
-    case ColumnType::kFloat64: return "float64";
-    case ColumnType::kInt32: return "int32";
-    case ColumnType::kInt64: return "int64";
-    case ColumnType::kUInt8: return "uint8";
-    case ColumnType::kBool: return "bool";
-    case ColumnType::kBytes: return "object";
-  }
-  return "object";
+// numpy's name for a column type: the same as the batch's, "object" for bytes.
+std::string NumpyDtype(ColumnType t) {
+  return t == ColumnType::kBytes ? "object" : std::string(ColumnTypeName(t));
 }
 
 // Builds one column of a batch from the values of successive rows. The first
@@ -441,7 +429,7 @@ void InitFeed(nb::module_& m) {
         continue;
       }
       nb::object flat = np.attr("frombuffer")(nb::bytes(c.data.data(), c.data.size()),
-                                              NumpyDtype(c.type));
+                                              NumpyDtype(c.type).c_str());
       nb::list shape;
       for (uint64_t d : c.dims) shape.append(d);
       out[c.name.c_str()] = flat.attr("reshape")(nb::tuple(shape));
