@@ -168,7 +168,7 @@ def _schema_rows(schema: Schema) -> list[tuple]:
     return rows
 
 
-def _to_columns(rows: int, cols: list, with_presence: bool = False) -> dict:
+def _to_columns(cols: list) -> dict:
     out = {}
     for c in cols:
         values = c["values"]
@@ -177,8 +177,7 @@ def _to_columns(rows: int, cols: list, with_presence: bool = False) -> dict:
             arr[:] = values
             values = arr if c["var_len"] else arr.reshape(c["shape"])
         if c["var_len"]:
-            ragged = Ragged(values, c["row_splits"])
-            out[c["name"]] = (ragged, c["present"].astype(bool)) if with_presence else ragged
+            out[c["name"]] = Ragged(values, c["row_splits"])
         else:
             out[c["name"]] = values
     return out
@@ -188,16 +187,16 @@ def read_columns(paths: Paths, schema: Schema, compression: str | None = None) -
     """Reads and decodes every Example of ``paths`` into columns, in C++ with
     the GIL released: ``FixedLen`` -> ndarray of shape ``(rows, *shape)``;
     ``VarLen`` -> :class:`Ragged`. Bytes columns are object arrays of bytes."""
-    rows, cols = _native.read_columns(list_files(paths), _schema_rows(schema), compression)
-    return _to_columns(rows, cols)
+    _, cols = _native.read_columns(list_files(paths), _schema_rows(schema), compression)
+    return _to_columns(cols)
 
 
 def decode_columns(records: Sequence[bytes], schema: Schema) -> dict:
     """Like :func:`read_columns` for serialized Examples already in memory."""
     if not isinstance(records, (list, tuple)):
         records = list(records)
-    rows, cols = _native.decode_columns(records, _schema_rows(schema))
-    return _to_columns(rows, cols)
+    _, cols = _native.decode_columns(records, _schema_rows(schema))
+    return _to_columns(cols)
 
 
 def infer_schema(paths: Paths, compression: str | None = None,
