@@ -10,6 +10,10 @@ and received its role. Each node task starts a native node agent, which runs
 ``map_fun(tf_args, ctx)`` in its own supervised Python process with
 ``TF_CONFIG`` set. ``shutdown`` waits for the workers to finish, stops
 parameter servers, and raises with the failing node's traceback if any failed.
+
+In InputMode.SPARK the node task returns once its agent runs the TF process
+(the agent lives on, watching the executor), so that the executors are free
+for the feeding jobs of ``cluster.train`` and ``cluster.inference``.
 """
 
 from __future__ import annotations
@@ -36,7 +40,8 @@ DEFAULT_SLOT_WAIT = 30.0  # seconds to wait for executors to come up before fail
 
 
 class InputMode:
-    """TENSORFLOW: nodes read their own data. SPARK: Spark feeds them (later)."""
+    """TENSORFLOW: nodes read their own data. SPARK: Spark feeds them through
+    cluster.train / cluster.inference."""
 
     TENSORFLOW = 0
     SPARK = 1
@@ -84,8 +89,63 @@ def _wait_for_slots(sc, needed: int, timeout: float) -> None:
         time.sleep(0.2)
 
 
+_detached_agents: list = []  # Popen objects of SPARK-mode agents, reaped when they end
+
+
+def _executor_pid() -> int:
+    """The pid of the executor JVM that (indirectly) started this Python worker."""
+    pid = os.getpid()
+    for _ in range(8):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{pid}/comm") as f:
+                comm = f.read().strip()
+        except OSError:
+            return 0
+        if comm == "java":
+            return pid
+        pid = int(fields[1])  # ppid
+        if pid <= 1:
+            return 0
+    return 0
+
+
+def _start_detached(cmd: list, env: dict, executor_id: int, timeout: float) -> None:
+    """Starts the agent in its own session and returns once it runs the TF
+    process (it writes 'ready' to a pipe); raises if it ends first."""
+    import select
+
+    _detached_agents[:] = [p for p in _detached_agents if p.poll() is None]
+    read_fd, write_fd = os.pipe()
+    try:
+        cmd = cmd[:1] + ["agent", "--ready-fd", str(write_fd)] + cmd[2:]
+        proc = subprocess.Popen(cmd, env=env, pass_fds=[write_fd], start_new_session=True,
+                                stdin=subprocess.DEVNULL)
+        os.close(write_fd)
+        write_fd = -1
+        deadline = time.monotonic() + timeout
+        while True:
+            ready, _, _ = select.select([read_fd], [], [], 1.0)
+            if ready:
+                if os.read(read_fd, 16).startswith(b"ready"):
+                    _detached_agents.append(proc)
+                    return
+                rc = proc.wait()
+                raise RuntimeError(f"sparktf node {executor_id} ended with exit code {rc} before "
+                                   "it started; the driver reports the cause")
+            if time.monotonic() >= deadline:
+                proc.kill()
+                raise RuntimeError(f"sparktf node {executor_id} did not start within {timeout} s")
+    finally:
+        os.close(read_fd)
+        if write_fd >= 0:
+            os.close(write_fd)
+
+
 def _node_task(meta: dict):
-    """The barrier task body: start the node agent and wait for it."""
+    """The barrier task body: start the node agent and wait for it (in SPARK
+    mode, only until it runs the TF process)."""
 
     def run_node(_partition):
         from pyspark import BarrierTaskContext
@@ -107,11 +167,23 @@ def _node_task(meta: dict):
                 cmd += ["--gpus", ",".join(gpus)]
             if meta.get("log_dir"):
                 cmd += ["--tensorboard-logdir", meta["log_dir"]]
+            spark_mode = bool(meta.get("feed_cluster_id"))
+            if spark_mode:
+                cmd += ["--feed-cluster-id", meta["feed_cluster_id"]]
+                jvm = _executor_pid()
+                if jvm:
+                    cmd += ["--watch-pid", str(jvm)]
             cmd += ["--", sys.executable, "-m", "sparktf.node", payload]
             env = dict(os.environ, SPARKTF_TOKEN=meta["token"])
-            rc = subprocess.run(cmd, env=env, check=False).returncode
+            if spark_mode:
+                _start_detached(cmd, env, executor_id, meta["reservation_timeout"])
+                tmp = None  # the agent removes its error file and directory
+                rc = 0
+            else:
+                rc = subprocess.run(cmd, env=env, check=False).returncode
         finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+            if tmp:
+                shutil.rmtree(tmp, ignore_errors=True)
         if rc != 0:
             raise RuntimeError(f"sparktf node {executor_id} ended with exit code {rc}; "
                                "the driver reports the cause")
@@ -124,7 +196,8 @@ class TFCluster:
     """A running sparktf cluster (returned by :func:`run`)."""
 
     def __init__(self, sc, coordinator, job_thread, job_group: str, cluster_info: dict,
-                 input_mode: int, log_dir: str | None):
+                 input_mode: int, log_dir: str | None, token: str = "",
+                 queues: list | None = None):
         self.sc = sc
         self._coordinator = coordinator
         self._job = job_thread
@@ -133,6 +206,10 @@ class TFCluster:
         self.input_mode = input_mode
         self.log_dir = log_dir
         self._closed = False
+        self._token = token
+        self._feed_cluster_id = token[:16]
+        self._queues = [q for q in (queues or ["input"]) if q not in ("output", "error")]
+        self.dropped_records = 0
 
     @property
     def cluster_spec(self) -> dict:
@@ -154,13 +231,106 @@ class TFCluster:
             time.sleep(0.1)
         return None
 
-    def train(self, *args, **kwargs):
-        raise NotImplementedError("cluster.train() feeds data in InputMode.SPARK, which this "
-                                  "version of sparktf does not provide yet")
+    def _feed_meta(self, qname: str, feed_timeout: float) -> dict:
+        if self.input_mode != InputMode.SPARK:
+            raise errors.InvalidArgument("cluster.train/inference feed data in InputMode.SPARK; "
+                                         "this cluster runs with InputMode.TENSORFLOW")
+        if self._closed:
+            raise errors.InvalidArgument("the cluster is shut down")
+        nodes = [n for n in self.status()["nodes"] if n["job_name"] not in ("ps", "evaluator")]
+        order = {"chief": 0, "master": 0, "worker": 1}
+        nodes.sort(key=lambda n: (order.get(n["job_name"], 2), n["task_index"]))
+        targets = [{k: n[k] for k in ("executor_id", "host", "feed_port", "job_name",
+                                      "task_index")} for n in nodes]
+        if qname not in self._queues:
+            raise errors.InvalidArgument(f"unknown queue {qname!r}; the cluster has "
+                                         f"{self._queues} (TFCluster.run(queues=...))")
+        return {"cluster_id": self._feed_cluster_id, "token": self._token, "qname": qname,
+                "feed_timeout": float(feed_timeout), "targets": targets,
+                # "tcp" forces every feeding task onto TCP (tests, debugging)
+                "transport": os.environ.get("SPARKTF_FEED_TRANSPORT", "auto")}
 
-    def inference(self, *args, **kwargs):
-        raise NotImplementedError("cluster.inference() needs InputMode.SPARK, which this "
-                                  "version of sparktf does not provide yet")
+    def _run_feed_job(self, job, what: str):
+        """Runs a feeding job; if it fails because a node failed, raises the
+        node's error (with its traceback) instead of Spark's."""
+        try:
+            return job()
+        except Exception as e:  # noqa: BLE001 - re-raised with the node's cause
+            status = self.status()
+            failed = [n for n in status["nodes"] if n["phase"] in ("exited", "lost")
+                      and (n["exit_code"] or n["signal"] or n["phase"] == "lost")]
+            if failed or status["aborted"]:
+                n = failed[0] if failed else None
+                cause = (f"{n['job_name']}:{n['task_index']} failed:\n{n['traceback']}" if n
+                         else status["abort_reason"])
+                raise errors.Aborted(f"{what} failed because a node failed: {cause}") from e
+            raise
+
+    def train(self, data, num_epochs: int = 1, feed_timeout: float = 600, qname: str = "input"):
+        """Feeds `data` (an RDD, or a DataFrame through Arrow) to the training
+        workers, `num_epochs` times (TFoS's cluster.train). Partition i goes to
+        worker i mod W. Returns once every row was delivered; the feed stays
+        open for more calls until shutdown(). Returns {"rows", "skipped"}:
+        rows are skipped when a consumer stopped reading (terminate())."""
+        meta = self._feed_meta(qname, feed_timeout)
+        from sparktf import feeding
+
+        if hasattr(data, "mapInArrow"):
+            fn = feeding.feed_arrow_partition(meta)
+            schema = "partition long, pushed long, skipped long, local boolean"
+            job = lambda: [tuple(r) for r in data.mapInArrow(fn, schema).collect()]  # noqa: E731
+        else:
+            fn = feeding.feed_rdd_partition(meta)
+            job = lambda: data.mapPartitionsWithIndex(fn).collect()  # noqa: E731
+        total = {"rows": 0, "skipped": 0, "partitions": 0, "local_partitions": 0,
+                 "per_partition": []}
+        for epoch in range(int(num_epochs)):
+            t0 = time.monotonic()
+            stats = self._run_feed_job(job, f"feeding epoch {epoch + 1}")
+            rows = sum(s[1] for s in stats)
+            total["rows"] += rows
+            total["skipped"] += sum(s[2] for s in stats)
+            total["partitions"] += len(stats)
+            total["local_partitions"] += sum(1 for s in stats if s[3])
+            total["per_partition"].append({s[0]: s[1] for s in stats})
+            logger.info("sparktf: fed epoch %d/%d: %d rows in %.1f s", epoch + 1, num_epochs,
+                        rows, time.monotonic() - t0)
+        if total["skipped"]:
+            logger.warning("sparktf: %d rows were not fed because a consumer stopped reading",
+                           total["skipped"])
+        return total
+
+    def inference(self, rdd, feed_timeout: float = 600, qname: str = "input"):
+        """An RDD of results: partition i holds the results of input partition
+        i, in order, one per row (TFoS's cluster.inference). Lazy, like any
+        RDD; a consumer that returns a different number of results fails the
+        job with a clear error."""
+        meta = self._feed_meta(qname, feed_timeout)
+        from sparktf import feeding
+
+        return rdd.mapPartitionsWithIndex(feeding.infer_rdd_partition(meta),
+                                          preservesPartitioning=True)
+
+    def _close_feeds(self, timeout: float = 60) -> None:
+        for qname in self._queues:
+            meta = self._feed_meta(qname, timeout)
+            for t in meta["targets"]:
+                try:
+                    _native.close_feed(self._feed_cluster_id, t["executor_id"], t["host"],
+                                       t["feed_port"], self._token, qname, timeout)
+                except errors.SparktfError as e:  # a node that already ended
+                    logger.info("sparktf: closing feed %s of node %d: %s", qname,
+                                t["executor_id"], e)
+
+    def feed_stats(self) -> dict:
+        """Per queue: rows delivered, consumed and dropped (to keep workers in
+        step) on each worker, and their totals."""
+        out = {}
+        for qname, per_node in self.status().get("feeds", {}).items():
+            totals = {k: sum(int(p.get(k, 0)) for p in per_node.values())
+                      for k in ("delivered", "consumed", "dropped")}
+            out[qname] = {"nodes": per_node, **totals}
+        return out
 
     def _fail(self, message: str, exc_type=errors.Aborted):
         self._coordinator.abort(message)
@@ -195,6 +365,8 @@ class TFCluster:
         if a node failed or was lost, DeadlineExceeded after `timeout` s."""
         if self._closed:
             return
+        if self.input_mode == InputMode.SPARK:
+            self._close_feeds()
         if not self.wait(timeout):
             self._fail(f"shutdown timed out after {timeout} s: "
                        f"{self._coordinator.last_wait_error()}", errors.DeadlineExceeded)
@@ -203,6 +375,12 @@ class TFCluster:
             self._fail(f"nodes finished but their Spark tasks did not: {self._job.error}")
         if grace_secs:
             time.sleep(grace_secs)
+        if self.input_mode == InputMode.SPARK:
+            for qname, st in self.feed_stats().items():
+                self.dropped_records += st["dropped"]
+                logger.info("sparktf: feed %s: %d rows delivered, %d consumed, %d dropped to "
+                            "keep the workers in step", qname, st["delivered"], st["consumed"],
+                            st["dropped"])
         self._coordinator.shutdown()
         self._closed = True
         logger.info("sparktf: cluster shut down")
@@ -235,10 +413,7 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
     except ImportError:
         from pyspark import cloudpickle
 
-    if input_mode == InputMode.SPARK:
-        raise NotImplementedError("InputMode.SPARK is not provided by this version of sparktf; "
-                                  "use InputMode.TENSORFLOW (nodes read their own data)")
-    if input_mode != InputMode.TENSORFLOW:
+    if input_mode not in (InputMode.TENSORFLOW, InputMode.SPARK):
         raise errors.InvalidArgument(f"unknown input_mode {input_mode!r}")
     if driver_ps_nodes:
         raise errors.InvalidArgument("driver_ps_nodes=True is not supported: parameter servers "
@@ -264,7 +439,9 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
         "reservation_timeout": float(reservation_timeout),
         "log_dir": log_dir if tensorboard else None,
         "payload": cloudpickle.dumps((map_fun, tf_args, {"release_port": bool(release_port),
-                                                         "defaultFS": default_fs})),
+                                                         "defaultFS": default_fs,
+                                                         "queues": list(queues or ["input"])})),
+        "feed_cluster_id": token[:16] if input_mode == InputMode.SPARK else None,
     }
     nodes = sc.parallelize(range(num_executors), num_executors)
     group = f"sparktf-{token[:8]}"
@@ -275,7 +452,7 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
     logger.info("sparktf: coordinator %s waiting for %d nodes", meta["coordinator"],
                 num_executors)
     deadline = t0 + float(reservation_timeout)
-    cluster = TFCluster(sc, coordinator, job, group, {}, input_mode, log_dir)
+    cluster = TFCluster(sc, coordinator, job, group, {}, input_mode, log_dir, token, queues)
     while True:
         try:
             if coordinator.wait_reserved(min(0.5, max(deadline - time.monotonic(), 0.01))):

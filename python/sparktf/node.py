@@ -5,7 +5,8 @@ The agent passes everything through the environment: ``TF_CONFIG``,
 ``SPARKTF_CLUSTER_INFO`` (role, cluster spec), ``SPARKTF_PORT_FD`` (the
 reserved port, held open until :meth:`NodeContext.release_port`),
 ``SPARKTF_ERROR_FILE`` (where a traceback goes), ``SPARKTF_COORDINATOR`` and
-``SPARKTF_TOKEN`` (for barriers).
+``SPARKTF_TOKEN`` (for barriers and feed accounting), and in InputMode.SPARK
+``SPARKTF_FEED_CLUSTER_ID`` (names of the feed rings this process creates).
 """
 
 from __future__ import annotations
@@ -16,6 +17,104 @@ import shutil
 import sys
 import tempfile
 import traceback
+
+from sparktf import errors
+
+DEFAULT_FEED_TIMEOUT = 600.0
+FEED_RING_CAPACITY = 64 << 20
+_OUTPUT_QUEUES = ("output", "error")  # TFoS queue names that carry no input
+
+# Input queue name -> _native.FeedReader, created at start (InputMode.SPARK).
+_feeds: dict = {}
+
+
+def _open_feeds(ctx, queues) -> None:
+    """Creates this worker's input rings before map_fun runs, so feeding
+    tasks can fill them while TensorFlow starts."""
+    cluster_id = os.environ.get("SPARKTF_FEED_CLUSTER_ID")
+    if not cluster_id or ctx.job_name in ("ps", "evaluator"):
+        return
+    from sparktf import _native
+
+    for q in queues:
+        if q in _OUTPUT_QUEUES or q in _feeds:
+            continue
+        name = _native.feed_ring_name(cluster_id, ctx.executor_id, q)
+        _feeds[q] = _native.FeedReader(name, FEED_RING_CAPACITY, ctx._coordinator, ctx._token,
+                                       ctx.executor_id, q)
+
+
+def _close_feeds(failure: str | None) -> None:
+    """Closes the rings: on failure feeding tasks fail with the end of the
+    traceback `failure` (the agent has it whole);
+    otherwise they skip what is left (the consumer is done)."""
+    for reader in _feeds.values():
+        if failure:
+            reader.fail("map_fun failed: ..." + failure[-440:])
+        reader.close()
+    _feeds.clear()
+
+
+def _rows_of(columns: dict) -> list:
+    """Decoded columns back to a list of rows (one value, or a tuple)."""
+    cols = [c.tolist() if hasattr(c, "tolist") else c for c in columns.values()]
+    if len(cols) == 1:
+        return cols[0]
+    return list(zip(*cols))
+
+
+class DataFeed:
+    """TFoS's DataFeed over a native feed ring (InputMode.SPARK).
+
+    next_batch(n)    up to n rows: a list of rows, or with input_mapping a dict
+                     {tensor name: numpy array}; fewer only at the end of the
+                     feed or of an inference partition; empty at the end
+    should_stop()    True once the feed has ended (or after terminate())
+    batch_results(r) inference: one result per row handed out, in order
+    terminate()      stop reading: feeding tasks skip the rest of their data
+    """
+
+    def __init__(self, reader, train_mode: bool = True, input_mapping: dict | None = None,
+                 timeout: float = DEFAULT_FEED_TIMEOUT):
+        self._reader = reader
+        self.train_mode = train_mode
+        self.input_mapping = dict(input_mapping) if input_mapping else None
+        self._timeout = float(timeout)
+        self._done = False
+
+    def next_batch(self, batch_size: int):
+        from sparktf import _native
+
+        raw = None if self._done else self._reader.next(int(batch_size), False, self._timeout)
+        if raw is None:
+            self._done = True
+            return {} if self.input_mapping else []
+        _, columns = _native.decode_batch(raw)
+        if self.input_mapping:
+            missing = [c for c in self.input_mapping if c not in columns]
+            if missing:
+                raise errors.InvalidArgument(f"input_mapping names columns {missing} that the "
+                                             f"feed does not have (it has {list(columns)})")
+            return {tensor: columns[col] for col, tensor in self.input_mapping.items()}
+        return _rows_of(columns)
+
+    def should_stop(self) -> bool:
+        return self._done
+
+    def batch_results(self, results) -> None:
+        from sparktf import _native
+
+        if len(results) == 0:
+            return
+        self._reader.push_results(_native.rows_to_batch(results, None), self._timeout)
+
+    def terminate(self) -> None:
+        self._reader.terminate()
+        self._done = True
+
+    def progress(self) -> dict:
+        """Rows delivered, consumed, dropped (to keep workers in step)."""
+        return self._reader.progress()
 
 
 class NodeContext:
@@ -102,9 +201,84 @@ class NodeContext:
                 shutil.rmtree(target, ignore_errors=True)
         return export_dir if self.is_chief else None
 
-    def get_data_feed(self, *args, **kwargs):
-        raise NotImplementedError("get_data_feed() needs InputMode.SPARK, which this version "
-                                  "of sparktf does not provide yet")
+    def _feed(self, qname: str):
+        if qname not in _feeds:
+            if not os.environ.get("SPARKTF_FEED_CLUSTER_ID"):
+                raise errors.InvalidArgument(
+                    "this node has no feed: the cluster was not started with "
+                    "input_mode=InputMode.SPARK")
+            raise errors.NotFound(f"no input queue {qname!r} on {self.job_name}:{self.task_index} "
+                                  f"(queues: {sorted(_feeds)}; ps and evaluator nodes have none)")
+        return _feeds[qname]
+
+    def get_data_feed(self, train_mode: bool = True, qname_in: str = "input",
+                      qname_out: str = "output", input_mapping: dict | None = None,
+                      timeout: float = DEFAULT_FEED_TIMEOUT) -> DataFeed:
+        """The DataFeed of queue `qname_in` (TFoS's ctx.get_data_feed).
+        Results of batch_results go back to the feeding task of the current
+        partition (`qname_out` is accepted for TFoS compatibility)."""
+        del qname_out
+        return DataFeed(self._feed(qname_in), train_mode, input_mapping, timeout)
+
+    def dataset(self, batch_size: int, qname: str = "input", input_mapping: dict | None = None,
+                output_signature=None, timeout: float = DEFAULT_FEED_TIMEOUT):
+        """A tf.data.Dataset of batches of exactly `batch_size` rows read from
+        the feed, as column tensors: a tuple of columns (one tensor if there is
+        one column), or with input_mapping a dict {tensor name: tensor}.
+
+        Every worker ends at the same step (lockstep end of data); the rows
+        left over are dropped and reported on the driver. With
+        MultiWorkerMirroredStrategy pass the dataset to
+        ``strategy.distribute_datasets_from_function(lambda _: ctx.dataset(n))``
+        (n = per-worker batch) so that TensorFlow does not re-batch or shard it.
+        The first call waits for the first batch, to learn the columns' types,
+        unless output_signature is given."""
+        import numpy as np
+        import tensorflow as tf
+
+        from sparktf import _native
+
+        reader = self._feed(qname)
+        batch_size = int(batch_size)
+        schema = reader.peek_schema(timeout) if output_signature is None else None
+        if output_signature is None and schema is None:
+            raise errors.InvalidArgument(
+                f"no data was fed to {self.job_name}:{self.task_index} and no output_signature "
+                "was given, so the dataset's column types are unknown")
+        names = [s[0] for s in schema] if schema else None
+        if input_mapping:
+            unknown = [c for c in input_mapping if names is not None and c not in names]
+            if unknown:
+                raise errors.InvalidArgument(f"input_mapping names columns {unknown} that the "
+                                             f"feed does not have (it has {names})")
+
+        def shape_out(columns: dict):
+            if input_mapping:
+                return {tensor: columns[col] for col, tensor in input_mapping.items()}
+            values = tuple(columns[n] if n in columns else columns[str(n)] for n in names)
+            return values[0] if len(values) == 1 else values
+
+        if output_signature is None:
+            def spec(dtype, shape):
+                tf_dtype = tf.string if dtype == "bytes" else tf.as_dtype(np.dtype(dtype))
+                return tf.TensorSpec((batch_size,) + tuple(shape), tf_dtype)
+
+            by_name = {n: spec(d, shp) for n, d, shp in schema}
+            output_signature = shape_out(by_name)
+
+        def batches():
+            while True:
+                raw = reader.next(batch_size, True, timeout)
+                if raw is None:
+                    return
+                _, columns = _native.decode_batch(raw)
+                yield shape_out(columns)
+
+        ds = tf.data.Dataset.from_generator(batches, output_signature=output_signature)
+        options = tf.data.Options()
+        options.experimental_distribute.auto_shard_policy = (
+            tf.data.experimental.AutoShardPolicy.OFF)
+        return ds.with_options(options)
 
     def __repr__(self) -> str:
         return (f"NodeContext(executor_id={self.executor_id}, job_name={self.job_name!r}, "
@@ -131,16 +305,20 @@ def main(argv: list[str]) -> int:
             map_fun, tf_args, options = pickle.load(f)
         os.unlink(argv[0])
         ctx = NodeContext.from_env(defaultFS=options.get("defaultFS", "file://"))
+        _open_feeds(ctx, options.get("queues") or ["input"])
         if options.get("release_port", True):
             ctx.release_port()
         map_fun(tf_args, ctx)
         ctx.release_port()
+        _close_feeds(None)
         return 0
     except BaseException as e:  # noqa: BLE001 - everything is reported, then we exit
         if isinstance(e, SystemExit) and e.code in (0, None):
+            _close_feeds(None)
             return 0
         text = traceback.format_exc()
         _write_error(text)
+        _close_feeds(text)
         sys.stderr.write(text)
         sys.stderr.flush()
         return 1

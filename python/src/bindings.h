@@ -45,5 +45,6 @@ void InitErrors(nb::module_& m);
 void InitRecords(nb::module_& m);
 void InitCluster(nb::module_& m);
 void InitFeed(nb::module_& m);
+void InitFeedService(nb::module_& m);
 
 }  // namespace sparktf::python

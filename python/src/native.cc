@@ -6,4 +6,5 @@ NB_MODULE(_native, m) {
   sparktf::python::InitRecords(m);
   sparktf::python::InitCluster(m);
   sparktf::python::InitFeed(m);
+  sparktf::python::InitFeedService(m);
 }

@@ -65,6 +65,7 @@ struct AgentArgs {
   std::string token_file;
   node::AgentOptions options;
   double reservation_timeout = 600;
+  double feed_timeout = 600;
   std::string gpus;
 };
 
@@ -186,6 +187,14 @@ void AddClusterCommands(CLI::App* app) {
   agent->add_option("--reservation-timeout", aa->reservation_timeout,
                     "Seconds to wait for the other nodes")
       ->capture_default_str();
+  agent->add_option("--feed-cluster-id", aa->options.feed_cluster_id,
+                    "Serve feeds (InputMode.SPARK) for this cluster id");
+  agent->add_option("--feed-timeout", aa->feed_timeout, "Seconds a feed may wait on anything")
+      ->capture_default_str();
+  agent->add_option("--ready-fd", aa->options.ready_fd,
+                    "Write 'ready' to this descriptor once the command runs, then close it");
+  agent->add_option("--watch-pid", aa->options.watch_pid,
+                    "Stop when this process (the Spark executor) ends, instead of the parent");
   agent->add_option("command", aa->options.command, "The command (after --)")->required();
   agent->callback([aa] {
     aa->options.coordinator = OrFail(ParseHostPort(aa->coordinator), 2);
@@ -199,6 +208,9 @@ void AddClusterCommands(CLI::App* app) {
     }
     aa->options.reservation_timeout =
         std::chrono::milliseconds(static_cast<int64_t>(aa->reservation_timeout * 1000));
+    aa->options.feed_timeout =
+        std::chrono::milliseconds(static_cast<int64_t>(aa->feed_timeout * 1000));
+    if (aa->options.watch_pid > 0) aa->options.die_with_parent = false;
     auto code = node::RunAgent(aa->options);
     if (!code.ok()) {
       std::cerr << "sparktf agent " << aa->options.executor_id << ": "

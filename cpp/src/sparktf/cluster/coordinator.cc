@@ -270,6 +270,7 @@ void Coordinator::Handle(Conn& c, const Frame& f) {
     }
     case MessageType::kReportExit: return HandleExit(c, f.payload);
     case MessageType::kBarrier: return HandleBarrier(c, f.payload);
+    case MessageType::kFeedSync: return HandleFeedSync(c, f.payload);
     case MessageType::kGetStatus: return Send(c, MessageType::kStatus, StatusJsonLocked());
     default:
       return Reject(c, Status::InvalidArgument("unexpected message " +
@@ -307,6 +308,7 @@ void Coordinator::HandleRegister(Conn& c, const std::string& payload) {
   n.port = j["port"].get<int>();
   n.pid = j.value("pid", 0);
   n.gpus = j.contains("gpus") ? j["gpus"].dump() : "[]";
+  n.feed_port = j.contains("feed_port") && j["feed_port"].is_number_integer() ? j["feed_port"].get<int>() : 0;
   n.conn = c.id;
   n.last_seen = Clock::now();
   nodes_[id] = std::move(n);
@@ -534,6 +536,42 @@ std::string Coordinator::ClusterJson() const {
   return reserved_ ? cluster_spec_ : "{}";
 }
 
+void Coordinator::HandleFeedSync(Conn& c, const std::string& payload) {
+  json j = json::parse(payload, nullptr, false);
+  if (!j.is_object() || !j.contains("executor_id") || !j["executor_id"].is_number_integer() ||
+      !j.contains("qname") || !j["qname"].is_string() || !j.contains("delivered") ||
+      !j["delivered"].is_number_unsigned() || !j.contains("closed") || !j["closed"].is_boolean()) {
+    return Reject(c, Status::InvalidArgument("FEED_SYNC needs executor_id, qname, delivered, closed"));
+  }
+  const int id = j["executor_id"].get<int>();
+  auto node = nodes_.find(id);
+  if (!reserved_ || node == nodes_.end() || node->second.job_name == "ps" ||
+      node->second.job_name == "evaluator") {
+    return Reject(c, Status::InvalidArgument("FEED_SYNC from executor " + std::to_string(id) +
+                                             ", which is not a worker of this cluster"));
+  }
+  auto& feed = feeds_[j["qname"].get<std::string>()];
+  feed[id] = payload;
+  // The watermark over every worker; one that has not reported counts as 0, open.
+  uint64_t min_delivered = UINT64_MAX;
+  bool all_closed = true;
+  for (const auto& [eid, n] : nodes_) {
+    if (n.job_name == "ps" || n.job_name == "evaluator") continue;
+    auto it = feed.find(eid);
+    if (it == feed.end()) {
+      min_delivered = 0;
+      all_closed = false;
+      continue;
+    }
+    json p = json::parse(it->second, nullptr, false);
+    min_delivered = std::min<uint64_t>(min_delivered, p.value("delivered", uint64_t{0}));
+    all_closed = all_closed && p.value("closed", false);
+  }
+  if (min_delivered == UINT64_MAX) min_delivered = 0;
+  Send(c, MessageType::kFeedState,
+       json{{"min_delivered", min_delivered}, {"all_closed", all_closed}}.dump());
+}
+
 std::string Coordinator::StatusJson() const {
   std::lock_guard<std::mutex> lock(mu_);
   return StatusJsonLocked();
@@ -547,13 +585,19 @@ std::string Coordinator::StatusJsonLocked() const {
                      {"job_name", n.job_name}, {"task_index", n.task_index},
                      {"phase", kPhases[n.phase]}, {"exit_code", n.exit_code},
                      {"signal", n.signal}, {"stopped", n.stopped}, {"traceback", n.traceback},
-                     {"tensorboard", n.tensorboard}});
+                     {"tensorboard", n.tensorboard}, {"feed_port", n.feed_port}});
+  }
+  json feeds = json::object();
+  for (const auto& [qname, per_node] : feeds_) {
+    json q = json::object();
+    for (const auto& [id, payload] : per_node) q[std::to_string(id)] = json::parse(payload, nullptr, false);
+    feeds[qname] = q;
   }
   return json{{"num_nodes", options_.num_nodes}, {"registered", nodes_.size()},
               {"reserved", reserved_}, {"finished", finished_}, {"aborted", aborted_},
               {"abort_reason", abort_reason_}, {"rejected_connections", rejected_},
               {"cluster_spec", reserved_ ? json::parse(cluster_spec_) : json::object()},
-              {"nodes", nodes}}
+              {"nodes", nodes}, {"feeds", feeds}}
       .dump();
 }
 

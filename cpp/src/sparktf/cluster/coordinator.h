@@ -51,6 +51,7 @@ struct NodeState {
   std::string traceback;
   std::string stderr_tail;
   std::string tensorboard;  // URL, if this node runs TensorBoard
+  int feed_port = 0;        // its agent's feed service (SPARK mode), 0 if none
   int conn = -1;  // connection id of its agent; -1 once closed
   std::chrono::steady_clock::time_point last_seen;
 };
@@ -96,6 +97,7 @@ class Coordinator {
   void HandleRegister(Conn& c, const std::string& payload);
   void HandleExit(Conn& c, const std::string& payload);
   void HandleBarrier(Conn& c, const std::string& payload);
+  void HandleFeedSync(Conn& c, const std::string& payload);
   void Reject(Conn& c, const Status& why);
   void Send(Conn& c, MessageType type, const std::string& payload);
   void CloseConn(Conn& c);
@@ -129,6 +131,8 @@ class Coordinator {
   int rejected_ = 0;
   std::map<std::string, std::vector<int>> barriers_;  // name -> waiting conn ids
   std::map<std::string, std::vector<int>> barrier_arrivals_;  // name -> executor ids
+  // Feed accounting per queue name, per executor: the last FEED_SYNC payload.
+  std::map<std::string, std::map<int, std::string>> feeds_;
 };
 
 }  // namespace sparktf::cluster

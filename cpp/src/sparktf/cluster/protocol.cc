@@ -29,6 +29,14 @@ std::string_view MessageTypeName(MessageType type) {
     case MessageType::kStop: return "STOP";
     case MessageType::kGetStatus: return "GET_STATUS";
     case MessageType::kStatus: return "STATUS";
+    case MessageType::kFeedSync: return "FEED_SYNC";
+    case MessageType::kFeedState: return "FEED_STATE";
+    case MessageType::kFeedOpen: return "FEED_OPEN";
+    case MessageType::kFeedReady: return "FEED_READY";
+    case MessageType::kFeedData: return "FEED_DATA";
+    case MessageType::kFeedEnd: return "FEED_END";
+    case MessageType::kFeedDone: return "FEED_DONE";
+    case MessageType::kFeedResult: return "FEED_RESULT";
   }
   return "UNKNOWN";
 }
@@ -116,11 +124,29 @@ Status ErrorFromPayload(std::string_view payload, const std::string& peer) {
 Result<Connection> Connection::Open(const HostPort& addr, const std::string& token,
                                     std::chrono::milliseconds timeout) {
   ASSIGN_OR_RETURN(UniqueFd fd, ConnectTcp(addr, timeout));
-  Connection conn(std::move(fd), addr);
-  const std::string where = "coordinator " + addr.ToString();
+  return Handshake(std::move(fd), addr, token, timeout);
+}
+
+Result<Connection> Connection::Handshake(UniqueFd fd, HostPort peer, const std::string& token,
+                                         std::chrono::milliseconds timeout) {
+  Connection conn(std::move(fd), std::move(peer));
   ASSIGN_OR_RETURN(Frame reply, conn.Call(MessageType::kHello, token, MessageType::kWelcome,
                                           timeout));
   (void)reply;
+  return conn;
+}
+
+Result<Connection> Connection::Accept(UniqueFd fd, HostPort peer, const std::string& token,
+                                      std::chrono::milliseconds timeout) {
+  Connection conn(std::move(fd), std::move(peer));
+  auto hello = conn.Receive(timeout);
+  if (!hello.ok()) return hello.status();
+  if (hello->type != MessageType::kHello || !TokensEqual(hello->payload, token)) {
+    Status st = Status::Unauthenticated("bad or missing token from " + conn.peer_.ToString());
+    (void)conn.Send(MessageType::kError, ErrorPayload(st));
+    return st;
+  }
+  RETURN_NOT_OK(conn.Send(MessageType::kWelcome, "{}"));
   return conn;
 }
 

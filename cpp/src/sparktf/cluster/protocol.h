@@ -44,6 +44,16 @@ enum class MessageType : uint16_t {
   kStop = 51,         // coordinator -> service nodes (ps, evaluator): finish cleanly
   kGetStatus = 60,    // any client: {}
   kStatus = 61,       // the cluster's status JSON
+  kFeedSync = 70,     // TF process: {"executor_id", "qname", "delivered", "closed", "consumed",
+                      //              "dropped", "finished"}
+  kFeedState = 71,    // {"min_delivered", "all_closed"} over the workers of the cluster
+  // Node agent feed service (docs/protocol.md), same framing and HELLO:
+  kFeedOpen = 80,     // task: {"qname", "partition", "inference", "close"}
+  kFeedReady = 81,    // agent: {"ring", "local"}; local tasks then push into the ring
+  kFeedData = 82,     // remote task -> agent: payload = one encoded batch (not JSON)
+  kFeedEnd = 83,      // task: {} ; the partition is complete
+  kFeedDone = 84,     // agent: {"rows", "results"}
+  kFeedResult = 85,   // agent -> remote task: payload = one encoded result batch
 };
 
 std::string_view MessageTypeName(MessageType type);
@@ -85,6 +95,13 @@ class Connection {
   // token.
   static Result<Connection> Open(const HostPort& addr, const std::string& token,
                                  std::chrono::milliseconds timeout = kDefaultConnectTimeout);
+  // The same over an already connected socket (e.g. a Unix socket).
+  static Result<Connection> Handshake(UniqueFd fd, HostPort peer, const std::string& token,
+                                      std::chrono::milliseconds timeout);
+  // Server side: waits for HELLO, checks the token, answers WELCOME (or an
+  // error frame and Unauthenticated).
+  static Result<Connection> Accept(UniqueFd fd, HostPort peer, const std::string& token,
+                                   std::chrono::milliseconds timeout);
   Status Send(MessageType type, std::string_view payload);
   // Waits up to timeout for the next frame: DeadlineExceeded when none came,
   // Unavailable when the peer closed; a kError frame becomes its Status.

@@ -7,9 +7,11 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 
 namespace sparktf {
@@ -132,6 +134,46 @@ Result<UniqueFd> ConnectTcp(const HostPort& addr, std::chrono::milliseconds time
   }
   ::freeaddrinfo(res);
   return last;
+}
+
+namespace {
+Result<sockaddr_un> AbstractAddress(const std::string& name, socklen_t* len) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (name.empty() || name.size() + 1 > sizeof(addr.sun_path)) {
+    return Status::InvalidArgument("bad abstract socket name '" + name + "'");
+  }
+  std::memcpy(addr.sun_path + 1, name.data(), name.size());
+  *len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  return addr;
+}
+}  // namespace
+
+Result<UniqueFd> ListenUnixAbstract(const std::string& name, int backlog) {
+  socklen_t len = 0;
+  ASSIGN_OR_RETURN(sockaddr_un addr, AbstractAddress(name, &len));
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return Status::FromErrno("socket", errno);
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0) {
+    return Status::FromErrno("bind @" + name, errno);
+  }
+  if (::listen(fd.get(), backlog) != 0) return Status::FromErrno("listen @" + name, errno);
+  return fd;
+}
+
+Result<UniqueFd> ConnectUnixAbstract(const std::string& name) {
+  socklen_t len = 0;
+  ASSIGN_OR_RETURN(sockaddr_un addr, AbstractAddress(name, &len));
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return Status::FromErrno("socket", errno);
+  while (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0) {
+    if (errno == EINTR) continue;
+    if (errno == ECONNREFUSED || errno == ENOENT) {
+      return Status::NotFound("no process listens on @" + name + " on this host");
+    }
+    return Status::FromErrno("connect @" + name, errno);
+  }
+  return fd;
 }
 
 int LocalPort(int fd) {

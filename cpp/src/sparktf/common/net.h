@@ -58,6 +58,12 @@ Result<UniqueFd> ReservePort(int* port);
 // Connection refused").
 Result<UniqueFd> ConnectTcp(const HostPort& addr, std::chrono::milliseconds timeout);
 
+// A listening Unix socket in the abstract namespace (nothing on disk; gone
+// with the process). `name` excludes the leading NUL.
+Result<UniqueFd> ListenUnixAbstract(const std::string& name, int backlog = 128);
+// Connects to one; NotFound when nobody listens under that name on this host.
+Result<UniqueFd> ConnectUnixAbstract(const std::string& name);
+
 int LocalPort(int fd);
 std::string LocalAddress(int fd);  // the IP this socket uses, e.g. "10.0.0.7"
 Status SetNonBlocking(int fd, bool on);

@@ -313,6 +313,19 @@ void Ring::Detach() {
   Unlock();
 }
 
+Status Ring::ConsumerStatus() const {
+  RETURN_NOT_OK(Lock());
+  const int pid = h_->consumer_pid;
+  std::string reason;
+  if (h_->consumer_closed) reason.assign(h_->reason, strnlen(h_->reason, sizeof(h_->reason)));
+  Unlock();
+  if (!reason.empty()) return Status::Aborted("ring " + name_ + ": " + reason);
+  if (!Alive(pid)) {
+    return Status::Aborted("ring " + name_ + ": the consumer (pid " + std::to_string(pid) + ") died");
+  }
+  return Status::OK();
+}
+
 RingStats Ring::stats() const {
   RingStats s;
   if (!Lock().ok()) return s;

@@ -59,6 +59,8 @@ class Ring {
   void CloseConsumer(const std::string& reason);
   // Producer: unregisters this pid (a clean detach is not a death).
   void Detach();
+  // OK while the consumer reads; Aborted(reason) once it closed or died.
+  Status ConsumerStatus() const;
 
   const std::string& name() const { return name_; }
   size_t capacity() const;

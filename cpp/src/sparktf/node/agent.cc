@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +17,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
+
+#include "sparktf/feed/ring.h"
+#include "sparktf/node/feed_service.h"
 
 extern char** environ;
 
@@ -149,13 +153,27 @@ Result<int> RunAgent(const AgentOptions& o) {
   UniqueFd sigfd(::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
   if (!sigfd.valid()) return Status::FromErrno("signalfd", errno);
 
+  UniqueFd watch_fd;
+  if (o.watch_pid > 0) {
+    watch_fd = UniqueFd(static_cast<int>(::syscall(SYS_pidfd_open, o.watch_pid, 0)));
+    if (!watch_fd.valid()) return Status::FromErrno("watch pid " + std::to_string(o.watch_pid), errno);
+  }
+  std::unique_ptr<FeedServer> feeds;
+  std::string ring_prefix;
+  if (!o.feed_cluster_id.empty()) {
+    ASSIGN_OR_RETURN(ring_prefix, FeedRingName(o.feed_cluster_id, o.executor_id, "x"));
+    ring_prefix.pop_back();
+    feed::SweepStaleRings(ring_prefix);
+    ASSIGN_OR_RETURN(feeds, FeedServer::Start({o.feed_cluster_id, o.executor_id, o.token,
+                                               "0.0.0.0", o.feed_timeout}));
+  }
   int port = 0;
   ASSIGN_OR_RETURN(UniqueFd port_fd, ReservePort(&port));
   ASSIGN_OR_RETURN(Connection conn, ConnectWithRetry(o));
   const std::string host = LocalAddress(conn.fd());
   json gpus = o.gpus;
   json reg = {{"executor_id", o.executor_id}, {"host", host}, {"port", port},
-              {"pid", ::getpid()}, {"gpus", gpus}};
+              {"pid", ::getpid()}, {"gpus", gpus}, {"feed_port", feeds ? feeds->port() : 0}};
   RETURN_NOT_OK(conn.Call(MessageType::kRegister, reg.dump(), MessageType::kRegistered, 30s).status());
   RETURN_NOT_OK(conn.Send(MessageType::kAwaitCluster, "{}"));
 
@@ -208,6 +226,7 @@ Result<int> RunAgent(const AgentOptions& o) {
   extra["SPARKTF_PORT_FD"] = std::to_string(port_fd.get());
   extra["SPARKTF_HOST"] = host;
   if (!o.error_file.empty()) extra["SPARKTF_ERROR_FILE"] = o.error_file;
+  if (feeds) extra["SPARKTF_FEED_CLUSTER_ID"] = o.feed_cluster_id;
   if (!o.gpus.empty()) {
     std::string cvd;
     for (const auto& g : o.gpus) cvd += (cvd.empty() ? "" : ",") + g;
@@ -242,6 +261,10 @@ Result<int> RunAgent(const AgentOptions& o) {
       }
     }
   }
+  if (o.ready_fd >= 0) {
+    (void)!::write(o.ready_fd, "ready\n", 6);
+    ::close(o.ready_fd);
+  }
   json running = {{"state", "running"}, {"pid", child}, {"tensorboard", tb_url}};
   (void)conn.Send(MessageType::kHeartbeat, running.dump());
 
@@ -272,10 +295,17 @@ Result<int> RunAgent(const AgentOptions& o) {
     exited = true;
   };
   while (!exited) {
-    pollfd fds[3] = {{conn.fd(), POLLIN, 0}, {sigfd.get(), POLLIN, 0}, {err_read.get(), POLLIN, 0}};
+    pollfd fds[4] = {{conn.fd(), POLLIN, 0}, {sigfd.get(), POLLIN, 0}, {watch_fd.get(), POLLIN, 0},
+                     {err_read.get(), POLLIN, 0}};
     auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_beat - Clock::now());
-    ::poll(fds, err_read.valid() ? 3 : 2, static_cast<int>(std::max<int64_t>(wait.count(), 0)));
-    if (err_read.valid() && (fds[2].revents & (POLLIN | POLLHUP))) drain_stderr(0);
+    ::poll(fds, err_read.valid() ? 4 : 3, static_cast<int>(std::max<int64_t>(wait.count(), 0)));
+    if (err_read.valid() && (fds[3].revents & (POLLIN | POLLHUP))) drain_stderr(0);
+    if (fds[2].revents & POLLIN) {
+      std::cerr << "sparktf agent " << o.executor_id << ": the executor (pid " << o.watch_pid
+                << ") ended; stopping the TF process\n";
+      stop_child("the Spark executor ended");
+      stopped = false;
+    }
     if (fds[1].revents & POLLIN) {
       signalfd_siginfo si;
       while (::read(sigfd.get(), &si, sizeof(si)) == sizeof(si)) {
@@ -325,6 +355,14 @@ Result<int> RunAgent(const AgentOptions& o) {
   drain_stderr(200);
   const int code = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 0;
   const int sig = WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : 0;
+  if (feeds) {
+    std::string why = sig ? "killed by signal " + std::to_string(sig)
+                          : "exited with code " + std::to_string(code);
+    const std::string tb = ReadSmallFile(o.error_file);
+    if (!tb.empty()) why += ":\n" + tb;
+    feeds->ConsumerExited(why);
+    feed::SweepStaleRings(ring_prefix);  // its rings, even if it was killed
+  }
   if (!coordinator_gone) {
     json report = {{"exit_code", code}, {"signal", sig}, {"stopped", stopped},
                    {"reason", stop_reason}, {"traceback", ReadSmallFile(o.error_file)},
@@ -339,7 +377,11 @@ Result<int> RunAgent(const AgentOptions& o) {
       }
     }
   }
-  if (!o.error_file.empty()) ::unlink(o.error_file.c_str());
+  if (!o.error_file.empty()) {
+    ::unlink(o.error_file.c_str());
+    const auto slash = o.error_file.rfind('/');
+    if (slash != std::string::npos && slash > 0) ::rmdir(o.error_file.substr(0, slash).c_str());
+  }
   if (stopped && stop_reason == "stopped by the coordinator") return 0;
   if (stopped || coordinator_gone) return code != 0 ? code : (sig ? 128 + sig : 1);
   return sig ? 128 + sig : code;

@@ -39,6 +39,11 @@ struct AgentOptions {
   std::chrono::milliseconds kill_grace = kDefaultKillGrace;
   size_t stderr_tail_lines = 40;
   bool die_with_parent = true;  // PR_SET_PDEATHSIG
+  int watch_pid = 0;  // also stop when this process ends (the Spark executor's JVM)
+  int ready_fd = -1;  // gets "ready\n" (then closed) once the TF process runs
+  // SPARK mode: serve feeds for this cluster id (node/feed_service.h).
+  std::string feed_cluster_id;
+  std::chrono::milliseconds feed_timeout{600000};
 };
 
 // Runs the node to the end. Returns the exit code for the agent's own process:

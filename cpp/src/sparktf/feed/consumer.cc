@@ -1,0 +1,181 @@
+#include "sparktf/feed/consumer.h"
+
+#include <thread>
+
+namespace sparktf::feed {
+namespace {
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+constexpr milliseconds kSyncInterval{50};
+constexpr milliseconds kWaitSlice{20};
+}  // namespace
+
+FeedReader::FeedReader(std::unique_ptr<Ring> input, LockstepSync sync)
+    : input_(std::move(input)), sync_(std::move(sync)) {}
+
+FeedReader::~FeedReader() {
+  if (input_) input_->CloseConsumer(std::string(kConsumerDoneReason));
+}
+
+void FeedReader::Terminate() {
+  input_->CloseConsumer(std::string(kConsumerDoneReason));
+  progress_.finished = true;
+  progress_.dropped += rows_.Clear();
+  if (sync_) (void)sync_(progress_);
+}
+
+void FeedReader::Fail(const std::string& reason) { input_->CloseConsumer(reason); }
+
+Result<bool> FeedReader::PopOne(milliseconds wait) {
+  std::string message;
+  Status st = input_->Pop(&message, wait);
+  if (st.code() == StatusCode::kDeadlineExceeded) return false;
+  if (st.code() == StatusCode::kOutOfRange) {
+    progress_.closed = true;
+    return false;
+  }
+  RETURN_NOT_OK(st);
+  if (IsMarker(message)) {
+    ASSIGN_OR_RETURN(Marker m, DecodeMarker(message));
+    if (m.kind == Marker::kBegin) {
+      if (results_) return Status::Internal("partition " + std::to_string(m.partition) +
+                                            " began inside partition " + std::to_string(partition_));
+      ASSIGN_OR_RETURN(results_, Ring::Attach(m.result_ring));
+      partition_ = m.partition;
+      partition_ended_ = false;
+      partition_out_ = partition_answered_ = 0;
+    } else {
+      if (!results_ || m.partition != partition_) {
+        return Status::Internal("end marker of partition " + std::to_string(m.partition) +
+                                " without its begin");
+      }
+      partition_ended_ = true;
+      partition_rows_ = m.rows;
+    }
+    return true;
+  }
+  ASSIGN_OR_RETURN(uint64_t rows, BatchRows(message));
+  RETURN_NOT_OK(rows_.Add(std::move(message)));
+  progress_.delivered += rows;
+  return true;
+}
+
+Status FeedReader::FinishPartition() {
+  if (partition_answered_ != partition_out_ || partition_out_ != partition_rows_) {
+    return Status::InvalidArgument(
+        "batch_results returned " + std::to_string(partition_answered_) + " results for the " +
+        std::to_string(partition_rows_) + " rows of partition " + std::to_string(partition_) +
+        ": inference needs exactly one result per input row");
+  }
+  results_.reset();  // detaches
+  partition_ended_ = false;
+  partition_ = -1;
+  return Status::OK();
+}
+
+Status FeedReader::Report() {
+  if (!sync_) return Status::OK();
+  return sync_(progress_).status();
+}
+
+Result<std::optional<std::string>> FeedReader::Next(uint64_t n, bool exact, milliseconds timeout) {
+  if (n == 0) return Status::InvalidArgument("batch size must be positive");
+  if (progress_.finished) return std::optional<std::string>{};
+  const bool lockstep = sync_ && exact;
+  auto deadline = Clock::now() + timeout;
+  auto last_sync = Clock::time_point{};
+  while (true) {
+    if (rows_.rows() == 0 && partition_ended_) {
+      RETURN_NOT_OK(FinishPartition());
+      continue;
+    }
+    const uint64_t have = rows_.rows();
+    bool ready = have >= n || (!exact && have > 0 && (partition_ended_ || progress_.closed));
+    if (ready && lockstep && allowed_ < progress_.consumed + n) ready = false;
+    if (ready) {
+      std::string out;
+      RETURN_NOT_OK(rows_.Take(n, &out));
+      ASSIGN_OR_RETURN(uint64_t taken, BatchRows(out));
+      progress_.consumed += taken;
+      if (results_) partition_out_ += taken;
+      return std::optional<std::string>(std::move(out));
+    }
+    if (progress_.closed && !lockstep && (have == 0 || exact)) {
+      progress_.dropped += rows_.Clear();
+      progress_.finished = true;
+      RETURN_NOT_OK(Report());
+      return std::optional<std::string>{};
+    }
+    if (lockstep && allowed_ < progress_.consumed + n && (have >= n || progress_.closed) &&
+        Clock::now() - last_sync >= kSyncInterval) {
+      ASSIGN_OR_RETURN(Watermark wm, sync_(progress_));
+      last_sync = Clock::now();
+      if (wm.all_closed) {
+        allowed_ = wm.min_delivered / n * n;
+        if (progress_.consumed + n > allowed_) {
+          progress_.dropped += rows_.Clear();
+          progress_.finished = true;
+          RETURN_NOT_OK(Report());
+          return std::optional<std::string>{};
+        }
+      } else {
+        allowed_ = wm.min_delivered;
+      }
+      if (allowed_ >= progress_.consumed + n && have >= n) continue;
+    }
+    if (!progress_.closed && !partition_ended_) {
+      const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+      const milliseconds wait = lockstep ? kWaitSlice : std::clamp(left, milliseconds{0}, milliseconds{100});
+      ASSIGN_OR_RETURN(bool got, PopOne(wait));
+      if (got) {
+        deadline = Clock::now() + timeout;
+        continue;
+      }
+    } else if (!partition_ended_) {
+      std::this_thread::sleep_for(kWaitSlice);  // closed: waiting for the other workers
+    }
+    if (Clock::now() >= deadline) {
+      std::string why = "no data in the feed for " + std::to_string(timeout.count() / 1000) + " s";
+      if (lockstep) {
+        why += " (this worker has " + std::to_string(progress_.delivered) +
+               " rows, every worker at least " + std::to_string(allowed_) + "; waiting for " +
+               std::to_string(progress_.consumed + n) + ")";
+      }
+      return Status::DeadlineExceeded(why + ": are the feeding jobs running (cluster.train)?");
+    }
+  }
+}
+
+Status FeedReader::PushResults(std::string_view batch, milliseconds timeout) {
+  ASSIGN_OR_RETURN(uint64_t rows, BatchRows(batch));
+  if (!results_) {
+    return Status::InvalidArgument("batch_results() outside an inference feed (no partition is open)");
+  }
+  if (partition_answered_ + rows > partition_out_) {
+    return Status::InvalidArgument("batch_results got " + std::to_string(partition_answered_ + rows) +
+                                   " results for the " + std::to_string(partition_out_) +
+                                   " rows of partition " + std::to_string(partition_) +
+                                   " handed out so far");
+  }
+  RETURN_NOT_OK(results_->Push(batch, timeout).WithContext("results of partition " +
+                                                            std::to_string(partition_)));
+  partition_answered_ += rows;
+  return Status::OK();
+}
+
+Result<std::optional<std::vector<ColumnView>>> FeedReader::PeekSchema(milliseconds timeout) {
+  auto deadline = Clock::now() + timeout;
+  while (rows_.schema().empty()) {
+    if (progress_.closed || progress_.finished) return std::optional<std::vector<ColumnView>>{};
+    ASSIGN_OR_RETURN(bool got, PopOne(milliseconds{100}));
+    if (got) deadline = Clock::now() + timeout;
+    if (Clock::now() >= deadline) {
+      return Status::DeadlineExceeded("no data in the feed for " +
+                                      std::to_string(timeout.count() / 1000) +
+                                      " s: are the feeding jobs running (cluster.train)?");
+    }
+  }
+  return std::optional<std::vector<ColumnView>>(rows_.schema());
+}
+
+}  // namespace sparktf::feed

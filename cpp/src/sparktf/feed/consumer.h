@@ -1,0 +1,88 @@
+// The consumer side of a node's input ring (the TF process): batches of the
+// size the model asks for, partition bookkeeping for inference results, and
+// lockstep end of data for synchronous training (docs/architecture.md).
+//
+// Lockstep rule: with `sync` set, batch s (of n rows) is handed out only when
+// every worker has had at least s*n rows delivered, or when every worker's
+// feed is closed and s*n <= the smallest total. Otherwise the feed ends here
+// on every worker at the same step, and the rows left over are dropped and
+// counted. While it waits, the reader keeps draining its ring so that feeding
+// tasks always finish (they may hold every Spark task slot).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "sparktf/common/result.h"
+#include "sparktf/feed/ring.h"
+#include "sparktf/feed/stream.h"
+
+namespace sparktf::feed {
+
+struct FeedProgress {
+  uint64_t delivered = 0;  // rows popped from the ring so far
+  bool closed = false;     // the ring's input is closed and drained
+  uint64_t consumed = 0;   // rows handed out
+  uint64_t dropped = 0;    // rows dropped at the end to stay in step
+  bool finished = false;   // this reader will hand out nothing more
+};
+
+struct Watermark {
+  uint64_t min_delivered = 0;  // over every worker
+  bool all_closed = false;
+};
+
+// Reports this reader's progress and returns the workers' watermark.
+using LockstepSync = std::function<Result<Watermark>(const FeedProgress&)>;
+
+class FeedReader {
+ public:
+  // Takes the input ring (created by this process). `sync` may be empty
+  // (no lockstep).
+  FeedReader(std::unique_ptr<Ring> input, LockstepSync sync);
+  ~FeedReader();
+
+  // The next batch, or nullopt at the end of the feed. exact: exactly n rows
+  // (a short tail is dropped and counted; with lockstep, always exact);
+  // otherwise up to n rows, fewer only at the end of the feed or of an
+  // inference partition (a batch never spans two partitions).
+  // DeadlineExceeded when no row arrived for `timeout`.
+  Result<std::optional<std::string>> Next(uint64_t n, bool exact, std::chrono::milliseconds timeout);
+  // Inference: results for the oldest rows handed out and not yet answered.
+  Status PushResults(std::string_view batch, std::chrono::milliseconds timeout);
+  // Stops reading on purpose: producers skip the rest of their data.
+  void Terminate();
+  // Stops because of an error: producers fail with `reason`.
+  void Fail(const std::string& reason);
+
+  // Columns of the first batch, waiting for it if needed (for a schema);
+  // nullopt if the feed ended without any row.
+  Result<std::optional<std::vector<ColumnView>>> PeekSchema(std::chrono::milliseconds timeout);
+
+  const FeedProgress& progress() const { return progress_; }
+  bool lockstep() const { return static_cast<bool>(sync_); }
+
+ private:
+  // Pops one message (waiting at most `wait`); false if none came.
+  Result<bool> PopOne(std::chrono::milliseconds wait);
+  Status FinishPartition();
+  Status Report();
+
+  std::unique_ptr<Ring> input_;
+  LockstepSync sync_;
+  BatchAssembler rows_;
+  FeedProgress progress_;
+  uint64_t allowed_ = 0;  // rows every worker is known to have
+  // Inference partition state.
+  std::unique_ptr<Ring> results_;
+  int64_t partition_ = -1;
+  bool partition_ended_ = false;  // its end marker was read
+  uint64_t partition_rows_ = 0;   // from the end marker
+  uint64_t partition_out_ = 0;    // rows handed out
+  uint64_t partition_answered_ = 0;
+};
+
+}  // namespace sparktf::feed

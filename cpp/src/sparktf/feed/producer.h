@@ -1,0 +1,54 @@
+// One producer's session on a node's input ring: a feeding task's partition
+// (or, in the node agent, a remote task's stream). For inference it brackets
+// the rows with partition markers, owns the partition's result ring, and
+// collects every result while it pushes, so neither side can block the other.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sparktf/common/result.h"
+#include "sparktf/feed/ring.h"
+
+namespace sparktf::feed {
+
+class PartitionFeed {
+ public:
+  // Attaches to `input_ring`. With a non-empty `result_ring` (inference),
+  // creates that ring and announces it with a begin marker.
+  static Result<std::unique_ptr<PartitionFeed>> Open(const std::string& input_ring,
+                                                     int64_t partition,
+                                                     const std::string& result_ring,
+                                                     std::chrono::milliseconds timeout);
+
+  // Pushes one encoded batch, waiting at most `timeout` for room. Cancelled
+  // when the consumer stopped reading on purpose (skip the rest), Aborted
+  // when it failed or died, DeadlineExceeded when it did not read in time.
+  Status Push(std::string_view batch, std::chrono::milliseconds timeout);
+  // Train: detaches. Inference: sends the end marker and waits until a result
+  // arrived for every row (at most `timeout` between results).
+  Status Finish(std::chrono::milliseconds timeout);
+  // Result batches received so far (moved out).
+  std::vector<std::string> TakeResults();
+
+  uint64_t rows_pushed() const { return rows_pushed_; }
+  uint64_t result_rows() const { return result_rows_; }
+
+ private:
+  PartitionFeed(std::unique_ptr<Ring> input, std::unique_ptr<Ring> results, int64_t partition)
+      : input_(std::move(input)), results_(std::move(results)), partition_(partition) {}
+  Status PushMessage(std::string_view message, std::chrono::milliseconds timeout);
+  // Takes the results that are ready (waits up to `wait` for the first).
+  Status DrainResults(std::chrono::milliseconds wait);
+
+  std::unique_ptr<Ring> input_;
+  std::unique_ptr<Ring> results_;  // null for training feeds
+  int64_t partition_;
+  uint64_t rows_pushed_ = 0;
+  uint64_t result_rows_ = 0;
+  std::vector<std::string> pending_results_;
+};
+
+}  // namespace sparktf::feed

@@ -1,0 +1,198 @@
+#include "sparktf/feed/stream.h"
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+namespace sparktf::feed {
+namespace {
+
+using json = nlohmann::json;
+
+uint64_t InnerValues(const ColumnView& c) {
+  uint64_t n = 1;
+  for (size_t i = 1; i < c.dims.size(); ++i) n *= c.dims[i];
+  return n;
+}
+
+std::string Describe(const ColumnView& c) {
+  std::string s = c.name + ": " + std::string(ColumnTypeName(c.type)) + "[";
+  for (size_t i = 1; i < c.dims.size(); ++i) s += (i > 1 ? "," : "") + std::to_string(c.dims[i]);
+  return s + "]";
+}
+
+bool SameColumn(const ColumnView& a, const ColumnView& b) {
+  return a.name == b.name && a.type == b.type && a.dims.size() == b.dims.size() &&
+         std::equal(a.dims.begin() + 1, a.dims.end(), b.dims.begin() + 1);
+}
+
+uint64_t Offset(const ColumnView& c, uint64_t i) {
+  uint64_t v;
+  std::memcpy(&v, c.data.data() + i * 8, 8);
+  return v;
+}
+
+}  // namespace
+
+std::string EncodeMarker(const Marker& m) {
+  json j = {{"kind", m.kind == Marker::kBegin ? "begin" : "end"}, {"partition", m.partition}};
+  if (m.kind == Marker::kBegin) j["result_ring"] = m.result_ring;
+  if (m.kind == Marker::kEnd) j["rows"] = m.rows;
+  std::string out(4, '\0');
+  std::memcpy(out.data(), &kMarkerMagic, 4);
+  return out + j.dump();
+}
+
+bool IsMarker(std::string_view message) {
+  uint32_t magic = 0;
+  if (message.size() < 4) return false;
+  std::memcpy(&magic, message.data(), 4);
+  return magic == kMarkerMagic;
+}
+
+Result<Marker> DecodeMarker(std::string_view message) {
+  if (!IsMarker(message)) return Status::InvalidArgument("not a feed marker");
+  json j = json::parse(message.substr(4), nullptr, false);
+  if (!j.is_object() || !j.contains("kind") || !j["kind"].is_string() ||
+      !j.contains("partition") || !j["partition"].is_number_integer()) {
+    return Status::InvalidArgument("malformed feed marker");
+  }
+  Marker m;
+  m.partition = j["partition"].get<int64_t>();
+  const std::string kind = j["kind"].get<std::string>();
+  if (kind == "begin" && j.contains("result_ring") && j["result_ring"].is_string()) {
+    m.kind = Marker::kBegin;
+    m.result_ring = j["result_ring"].get<std::string>();
+  } else if (kind == "end" && j.contains("rows") && j["rows"].is_number_unsigned()) {
+    m.kind = Marker::kEnd;
+    m.rows = j["rows"].get<uint64_t>();
+  } else {
+    return Status::InvalidArgument("malformed feed marker");
+  }
+  return m;
+}
+
+Status ClassifyConsumerStop(Status st) {
+  if (st.code() == StatusCode::kAborted &&
+      st.message().find(kConsumerDoneReason) != std::string::npos) {
+    return Status::Cancelled(st.message());
+  }
+  return st;
+}
+
+Result<uint64_t> BatchRows(std::string_view message) {
+  uint32_t magic = 0;
+  uint64_t rows = 0;
+  if (message.size() < 16) return Status::InvalidArgument("feed batch shorter than its header");
+  std::memcpy(&magic, message.data(), 4);
+  if (magic != kBatchMagic) return Status::InvalidArgument("not a feed batch");
+  std::memcpy(&rows, message.data() + 8, 8);
+  return rows;
+}
+
+Status BatchAssembler::Add(std::string message) {
+  Chunk c;
+  c.data = std::move(message);
+  RETURN_NOT_OK(DecodeBatch(c.data, &c.rows, &c.columns));
+  if (schema_.empty()) {
+    for (const auto& col : c.columns) {
+      ColumnView s = col;
+      s.data = {};
+      schema_.push_back(std::move(s));
+    }
+  } else {
+    bool same = schema_.size() == c.columns.size();
+    for (size_t i = 0; same && i < schema_.size(); ++i) same = SameColumn(schema_[i], c.columns[i]);
+    if (!same) {
+      std::string was, now;
+      for (const auto& s : schema_) was += (was.empty() ? "" : ", ") + Describe(s);
+      for (const auto& s : c.columns) now += (now.empty() ? "" : ", ") + Describe(s);
+      return Status::InvalidArgument("feed batches disagree: columns were (" + was + "), now (" +
+                                     now + "); every row fed must have the same structure");
+    }
+  }
+  if (c.rows == 0) return Status::OK();
+  rows_ += c.rows;
+  chunks_.push_back(std::move(c));
+  return Status::OK();
+}
+
+uint64_t BatchAssembler::Clear() {
+  const uint64_t n = rows_;
+  chunks_.clear();
+  rows_ = 0;
+  return n;
+}
+
+Status BatchAssembler::Take(uint64_t n, std::string* out) {
+  n = std::min(n, rows_);
+  if (n == 0) return Status::InvalidArgument("no rows to take");
+  Chunk& front = chunks_.front();
+  if (front.offset == 0 && front.rows == n) {  // a whole batch: no copy
+    *out = std::move(front.data);
+    chunks_.pop_front();
+    rows_ -= n;
+    return Status::OK();
+  }
+  struct Piece {
+    const Chunk* chunk;
+    uint64_t begin, end;
+  };
+  std::vector<Piece> pieces;
+  uint64_t left = n;
+  for (const Chunk& c : chunks_) {
+    if (left == 0) break;
+    const uint64_t take = std::min(left, c.rows - c.offset);
+    pieces.push_back({&c, c.offset, c.offset + take});
+    left -= take;
+  }
+  std::vector<std::string> payloads(schema_.size());
+  std::vector<ColumnView> views(schema_.size());
+  for (size_t k = 0; k < schema_.size(); ++k) {
+    const ColumnView& s = schema_[k];
+    const uint64_t inner = InnerValues(s);
+    std::string& buf = payloads[k];
+    if (s.type == ColumnType::kBytes) {
+      std::vector<uint64_t> offsets{0};
+      std::string bytes;
+      for (const Piece& p : pieces) {
+        const ColumnView& c = p.chunk->columns[k];
+        const uint64_t values = NumValues(c.dims);
+        const char* data = c.data.data() + (values + 1) * 8;
+        const uint64_t first = Offset(c, p.begin * inner);
+        const uint64_t last = Offset(c, p.end * inner);
+        for (uint64_t i = p.begin * inner + 1; i <= p.end * inner; ++i) {
+          offsets.push_back(bytes.size() + Offset(c, i) - first);
+        }
+        bytes.append(data + first, last - first);
+      }
+      buf.resize(offsets.size() * 8);
+      std::memcpy(buf.data(), offsets.data(), buf.size());
+      buf += bytes;
+    } else {
+      const uint64_t row_bytes = inner * ItemSize(s.type);
+      buf.reserve(n * row_bytes);
+      for (const Piece& p : pieces) {
+        buf.append(p.chunk->columns[k].data.substr(p.begin * row_bytes,
+                                                   (p.end - p.begin) * row_bytes));
+      }
+    }
+    views[k] = s;
+    views[k].dims[0] = n;
+    views[k].data = buf;
+  }
+  std::string encoded;
+  RETURN_NOT_OK(EncodeBatch(views, n, &encoded));
+  *out = std::move(encoded);
+  left = n;
+  while (left > 0) {
+    Chunk& c = chunks_.front();
+    const uint64_t take = std::min(left, c.rows - c.offset);
+    c.offset += take;
+    left -= take;
+    if (c.offset == c.rows) chunks_.pop_front();
+  }
+  rows_ -= n;
+  return Status::OK();
+}
+
+}  // namespace sparktf::feed

@@ -1,0 +1,71 @@
+// What travels through a feed ring (docs/formats/feed.md): columnar batches
+// ("STFB", batch.h) and partition markers ("STFM" + JSON) that bracket the
+// rows of one inference partition, so results can be matched to inputs.
+//
+// BatchAssembler buffers decoded batches and re-cuts them into batches of the
+// size the consumer asks for, without going through Python per row.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sparktf/common/result.h"
+#include "sparktf/feed/batch.h"
+
+namespace sparktf::feed {
+
+constexpr uint32_t kMarkerMagic = 0x4d465453;  // bytes "STFM"
+
+struct Marker {
+  enum Kind { kBegin, kEnd };
+  Kind kind = kBegin;
+  int64_t partition = 0;
+  std::string result_ring;  // kBegin: where this partition's results go
+  uint64_t rows = 0;        // kEnd: rows the partition had
+};
+
+std::string EncodeMarker(const Marker& marker);
+bool IsMarker(std::string_view message);
+Result<Marker> DecodeMarker(std::string_view message);
+
+// The reason a consumer gives when it stops reading on purpose (terminate(),
+// or its function returned): producers then skip the rest of their data
+// (Cancelled) instead of failing (Aborted).
+constexpr std::string_view kConsumerDoneReason = "the consumer stopped reading the feed";
+// Maps a ring's Aborted status: Cancelled when the consumer stopped on purpose.
+Status ClassifyConsumerStop(Status st);
+
+// Rows of several batches, handed out in batches of any size. All batches must
+// have the same columns (names, dtypes, per-row shapes).
+class BatchAssembler {
+ public:
+  // Adds one encoded batch. InvalidArgument if it is malformed or its columns
+  // differ from the first batch's.
+  Status Add(std::string message);
+  uint64_t rows() const { return rows_; }
+  // Takes min(n, rows()) rows as one encoded batch (n > 0).
+  Status Take(uint64_t n, std::string* out);
+  // Drops every buffered row; returns how many there were.
+  uint64_t Clear();
+  // Columns of the first batch ever added (data views empty), for a schema.
+  const std::vector<ColumnView>& schema() const { return schema_; }
+
+ private:
+  struct Chunk {
+    std::string data;
+    uint64_t rows = 0;
+    uint64_t offset = 0;  // rows already taken
+    std::vector<ColumnView> columns;
+  };
+  std::deque<Chunk> chunks_;
+  uint64_t rows_ = 0;
+  std::vector<ColumnView> schema_;
+};
+
+// Rows in an encoded batch (its header only; InvalidArgument if too short).
+Result<uint64_t> BatchRows(std::string_view message);
+
+}  // namespace sparktf::feed

@@ -1,0 +1,402 @@
+#include "sparktf/node/feed_service.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <nlohmann/json.hpp>
+
+#include "sparktf/feed/stream.h"
+
+namespace sparktf::node {
+namespace {
+
+using cluster::Connection;
+using cluster::Frame;
+using cluster::MessageType;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+constexpr milliseconds kPollSlice{20};
+
+bool IsSimpleName(const std::string& s) {
+  return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+bool RingExists(const std::string& name) {
+  int fd = ::shm_open(name.c_str(), O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return false;
+  ::close(fd);
+  return true;
+}
+
+int Ms(milliseconds d) { return static_cast<int>(std::clamp<int64_t>(d.count(), 0, INT32_MAX)); }
+
+}  // namespace
+
+Result<std::string> FeedRingName(const std::string& cluster_id, int executor_id,
+                                 const std::string& queue) {
+  if (!IsSimpleName(cluster_id)) return Status::InvalidArgument("bad cluster id '" + cluster_id + "'");
+  if (!IsSimpleName(queue)) {
+    return Status::InvalidArgument("queue name '" + queue + "' must be 1-64 of [A-Za-z0-9_]");
+  }
+  return "/sparktf-" + cluster_id + "-" + std::to_string(executor_id) + "-" + queue;
+}
+
+std::string FeedSocketName(const std::string& cluster_id, int executor_id) {
+  return "sparktf-" + cluster_id + "-" + std::to_string(executor_id);
+}
+
+// ---------------------------------------------------------------- server
+
+Result<std::unique_ptr<FeedServer>> FeedServer::Start(const FeedServerOptions& options) {
+  if (!IsSimpleName(options.cluster_id)) {
+    return Status::InvalidArgument("bad cluster id '" + options.cluster_id + "'");
+  }
+  std::unique_ptr<FeedServer> s(new FeedServer(options));
+  ASSIGN_OR_RETURN(s->tcp_, ListenTcp(options.bind_host, 0));
+  s->port_ = LocalPort(s->tcp_.get());
+  ASSIGN_OR_RETURN(s->unix_, ListenUnixAbstract(FeedSocketName(options.cluster_id,
+                                                               options.executor_id)));
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) return Status::FromErrno("pipe", errno);
+  s->wake_read_ = UniqueFd(p[0]);
+  s->wake_write_ = UniqueFd(p[1]);
+  s->acceptor_ = std::thread([srv = s.get()] { srv->AcceptLoop(); });
+  return s;
+}
+
+FeedServer::~FeedServer() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    for (int fd : open_fds_) ::shutdown(fd, SHUT_RDWR);
+  }
+  cv_.notify_all();
+  (void)!::write(wake_write_.get(), "x", 1);
+  if (acceptor_.joinable()) acceptor_.join();
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    threads.swap(threads_);
+  }
+  for (auto& t : threads) t.join();
+}
+
+void FeedServer::ConsumerExited(const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    consumer_gone_ = why.empty() ? "the TF process exited" : why;
+  }
+  cv_.notify_all();
+}
+
+Status FeedServer::ConsumerGoneLocked() const {
+  if (stopping_) return Status::Aborted("node " + std::to_string(o_.executor_id) + " is stopping");
+  if (!consumer_gone_.empty()) {
+    return Status::Aborted("the TF process of node " + std::to_string(o_.executor_id) +
+                           " is gone: " + consumer_gone_);
+  }
+  return Status::OK();
+}
+
+void FeedServer::AcceptLoop() {
+  while (true) {
+    pollfd fds[3] = {{tcp_.get(), POLLIN, 0}, {unix_.get(), POLLIN, 0}, {wake_read_.get(), POLLIN, 0}};
+    if (::poll(fds, 3, -1) < 0 && errno != EINTR) return;
+    if (fds[2].revents) return;
+    for (int i = 0; i < 2; ++i) {
+      if (!(fds[i].revents & POLLIN)) continue;
+      UniqueFd fd(::accept4(fds[i].fd, nullptr, nullptr, SOCK_CLOEXEC));
+      if (!fd.valid()) continue;
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return;
+      open_fds_.push_back(fd.get());
+      threads_.emplace_back([this, f = std::move(fd), local = i == 1]() mutable {
+        Serve(std::move(f), local);
+      });
+    }
+  }
+}
+
+void FeedServer::Serve(UniqueFd fd, bool local) {
+  const int raw = fd.get();
+  HostPort peer{local ? "local task" : "remote task", 0};
+  auto conn = Connection::Accept(std::move(fd), peer, o_.token, cluster::kDefaultHelloTimeout);
+  if (conn.ok()) {
+    Status st = Session(*conn, local);
+    if (!st.ok()) (void)conn->Send(MessageType::kError, cluster::ErrorPayload(st));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  open_fds_.erase(std::remove(open_fds_.begin(), open_fds_.end(), raw), open_fds_.end());
+}
+
+Status FeedServer::WaitForRing(const std::string& ring) {
+  const auto deadline = Clock::now() + o_.timeout;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!RingExists(ring)) {
+    RETURN_NOT_OK(ConsumerGoneLocked());
+    if (Clock::now() >= deadline) {
+      return Status::DeadlineExceeded(
+          "node " + std::to_string(o_.executor_id) + " did not open feed " + ring + " within " +
+          std::to_string(o_.timeout.count() / 1000) + " s");
+    }
+    cv_.wait_for(lock, kPollSlice);
+  }
+  return ConsumerGoneLocked();
+}
+
+Status FeedServer::Session(Connection& conn, bool local) {
+  ASSIGN_OR_RETURN(Frame open, conn.Receive(o_.timeout));
+  json j = json::parse(open.payload, nullptr, false);
+  if (open.type != MessageType::kFeedOpen || !j.is_object() || !j.contains("qname") ||
+      !j["qname"].is_string()) {
+    return Status::InvalidArgument("expected FEED_OPEN {\"qname\", ...}");
+  }
+  const int64_t partition = j.value("partition", int64_t{0});
+  const bool inference = j.value("inference", false);
+  ASSIGN_OR_RETURN(std::string ring, FeedRingName(o_.cluster_id, o_.executor_id,
+                                                  j["qname"].get<std::string>()));
+  RETURN_NOT_OK(WaitForRing(ring));
+  if (j.value("close", false)) {
+    ASSIGN_OR_RETURN(auto r, feed::Ring::Attach(ring));
+    r->CloseInput();
+    return conn.Send(MessageType::kFeedDone, "{}");
+  }
+  bool holds_inference = false;
+  if (inference) {
+    const auto deadline = Clock::now() + o_.timeout;
+    std::unique_lock<std::mutex> lock(mu_);
+    while (inference_busy_) {
+      RETURN_NOT_OK(ConsumerGoneLocked());
+      if (Clock::now() >= deadline) {
+        return Status::DeadlineExceeded("another inference partition kept node " +
+                                        std::to_string(o_.executor_id) + " busy for " +
+                                        std::to_string(o_.timeout.count() / 1000) + " s");
+      }
+      cv_.wait_for(lock, kPollSlice);
+    }
+    inference_busy_ = holds_inference = true;
+  }
+  struct Release {
+    FeedServer* s;
+    bool held;
+    ~Release() {
+      if (!held) return;
+      std::lock_guard<std::mutex> lock(s->mu_);
+      s->inference_busy_ = false;
+      s->cv_.notify_all();
+    }
+  } release{this, holds_inference};
+  RETURN_NOT_OK(conn.Send(MessageType::kFeedReady, json{{"ring", ring}, {"local", local}}.dump()));
+
+  if (local) {  // the task pushes itself; wait for its end (or its death)
+    while (true) {
+      auto f = conn.Receive(milliseconds{1000});
+      if (f.ok() && f->type == MessageType::kFeedEnd) return conn.Send(MessageType::kFeedDone, "{}");
+      if (f.ok()) return Status::InvalidArgument("unexpected " + std::string(MessageTypeName(f->type)));
+      if (f.status().code() != StatusCode::kDeadlineExceeded) return Status::OK();  // task gone
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return Status::OK();
+    }
+  }
+
+  std::string result_ring;
+  if (inference) {
+    uint64_t n;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      n = ++sessions_;
+    }
+    ASSIGN_OR_RETURN(result_ring, FeedRingName(o_.cluster_id, o_.executor_id,
+                                               "r" + std::to_string(::getpid()) + "_" + std::to_string(n)));
+  }
+  ASSIGN_OR_RETURN(auto feed, feed::PartitionFeed::Open(ring, partition, result_ring, o_.timeout));
+  auto forward = [&]() -> Status {
+    for (const std::string& r : feed->TakeResults()) RETURN_NOT_OK(conn.Send(MessageType::kFeedResult, r));
+    return Status::OK();
+  };
+  while (true) {
+    ASSIGN_OR_RETURN(Frame f, conn.Receive(o_.timeout));
+    if (f.type == MessageType::kFeedData) {
+      RETURN_NOT_OK(feed->Push(f.payload, o_.timeout));
+      RETURN_NOT_OK(forward());
+    } else if (f.type == MessageType::kFeedEnd) {
+      RETURN_NOT_OK(feed->Finish(o_.timeout));
+      RETURN_NOT_OK(forward());
+      return conn.Send(MessageType::kFeedDone,
+                       json{{"rows", feed->rows_pushed()}, {"results", feed->result_rows()}}.dump());
+    } else {
+      return Status::InvalidArgument("unexpected " + std::string(MessageTypeName(f.type)));
+    }
+  }
+}
+
+// ---------------------------------------------------------------- client
+
+Result<std::unique_ptr<FeedSession>> FeedSession::Open(const FeedTarget& target,
+                                                       const std::string& token,
+                                                       const std::string& queue, int64_t partition,
+                                                       bool inference, milliseconds timeout) {
+  Result<UniqueFd> unix_fd = Status::NotFound("not looked up");
+  if (target.prefer_local) {
+    unix_fd = ConnectUnixAbstract(FeedSocketName(target.cluster_id, target.executor_id));
+  }
+  Result<Connection> conn = Status::Internal("unset");
+  if (unix_fd.ok()) {
+    conn = Connection::Handshake(std::move(*unix_fd), {"node agent (local)", 0}, token, timeout);
+  } else {
+    conn = Connection::Open(target.address, token, std::min(timeout, cluster::kDefaultConnectTimeout));
+  }
+  if (!conn.ok()) {
+    return conn.status().WithContext("feed node " + std::to_string(target.executor_id));
+  }
+  std::unique_ptr<FeedSession> s(new FeedSession(std::move(*conn), timeout));
+  json open = {{"qname", queue}, {"partition", partition}, {"inference", inference}};
+  ASSIGN_OR_RETURN(Frame ready, s->conn_.Call(MessageType::kFeedOpen, open.dump(),
+                                              MessageType::kFeedReady, timeout));
+  json r = json::parse(ready.payload, nullptr, false);
+  if (!r.is_object() || !r.contains("ring") || !r["ring"].is_string()) {
+    return Status::Internal("malformed FEED_READY");
+  }
+  if (r.value("local", false)) {
+    std::string result_ring;
+    if (inference) {
+      ASSIGN_OR_RETURN(result_ring, FeedRingName(target.cluster_id, target.executor_id,
+                                                 "t" + std::to_string(::getpid()) + "_" +
+                                                     std::to_string(partition)));
+    }
+    ASSIGN_OR_RETURN(s->local_feed_, feed::PartitionFeed::Open(r["ring"].get<std::string>(),
+                                                               partition, result_ring, timeout));
+  }
+  return s;
+}
+
+Status FeedSession::TakeIncoming(bool* done) {
+  Status read = conn_.ReadAvailable();
+  Frame f;
+  while (true) {
+    ASSIGN_OR_RETURN(bool have, conn_.NextBuffered(&f));  // an ERROR frame becomes its status
+    if (!have) break;
+    if (f.type == MessageType::kFeedResult) {
+      results_.push_back(std::move(f.payload));
+    } else if (f.type == MessageType::kFeedDone) {
+      if (done) *done = true;
+    } else {
+      return Status::Internal("unexpected " + std::string(MessageTypeName(f.type)) + " from the agent");
+    }
+  }
+  return read;
+}
+
+Status FeedSession::SendFrame(MessageType type, std::string_view payload) {
+  std::string frame;
+  cluster::AppendFrame(type, payload, &frame);
+  size_t off = 0;
+  auto deadline = Clock::now() + timeout_;
+  while (off < frame.size()) {
+    pollfd p{conn_.fd(), POLLIN | POLLOUT, 0};
+    const int left = Ms(std::chrono::duration_cast<milliseconds>(deadline - Clock::now()));
+    if (::poll(&p, 1, std::min(left, 1000)) < 0 && errno != EINTR) return Status::FromErrno("poll", errno);
+    if (p.revents & (POLLIN | POLLHUP | POLLERR)) RETURN_NOT_OK(TakeIncoming(nullptr));
+    if (p.revents & POLLOUT) {
+      ssize_t n = ::send(conn_.fd(), frame.data() + off, frame.size() - off, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n > 0) {
+        off += static_cast<size_t>(n);
+        deadline = Clock::now() + timeout_;
+      } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        const int err = errno;
+        RETURN_NOT_OK(TakeIncoming(nullptr));  // the agent's reason, if it sent one
+        return Status::FromErrno("send to " + conn_.peer().ToString(), err);
+      }
+    }
+    if (Clock::now() >= deadline) {
+      return Status::DeadlineExceeded("node agent " + conn_.peer().ToString() + " took no data for " +
+                                      std::to_string(timeout_.count() / 1000) + " s");
+    }
+  }
+  return Status::OK();
+}
+
+Status FeedSession::Push(std::string_view batch) {
+  if (local_feed_) {
+    RETURN_NOT_OK(local_feed_->Push(batch, timeout_));
+  } else {
+    RETURN_NOT_OK(SendFrame(MessageType::kFeedData, batch));
+  }
+  ASSIGN_OR_RETURN(uint64_t rows, feed::BatchRows(batch));
+  rows_pushed_ += rows;
+  return Status::OK();
+}
+
+Status FeedSession::Finish() {
+  if (local_feed_) {
+    RETURN_NOT_OK(local_feed_->Finish(timeout_));
+    for (auto& r : local_feed_->TakeResults()) results_.push_back(std::move(r));
+    return conn_.Call(MessageType::kFeedEnd, "{}", MessageType::kFeedDone, timeout_).status();
+  }
+  RETURN_NOT_OK(SendFrame(MessageType::kFeedEnd, "{}"));
+  bool done = false;
+  auto deadline = Clock::now() + timeout_;
+  while (!done) {
+    pollfd p{conn_.fd(), POLLIN, 0};
+    ::poll(&p, 1, 1000);
+    const size_t before = results_.size();
+    RETURN_NOT_OK(TakeIncoming(&done));
+    if (results_.size() != before) deadline = Clock::now() + timeout_;
+    if (!done && Clock::now() >= deadline) {
+      return Status::DeadlineExceeded("node agent " + conn_.peer().ToString() +
+                                      " did not finish the partition within " +
+                                      std::to_string(timeout_.count() / 1000) + " s");
+    }
+  }
+  return Status::OK();
+}
+
+std::vector<std::string> FeedSession::TakeResults() {
+  if (local_feed_) {
+    for (auto& r : local_feed_->TakeResults()) results_.push_back(std::move(r));
+  }
+  std::vector<std::string> out;
+  out.swap(results_);
+  return out;
+}
+
+Status CloseFeed(const FeedTarget& target, const std::string& token, const std::string& queue,
+                 milliseconds timeout) {
+  ASSIGN_OR_RETURN(Connection conn, Connection::Open(target.address, token, timeout));
+  json open = {{"qname", queue}, {"close", true}};
+  return conn.Call(MessageType::kFeedOpen, open.dump(), MessageType::kFeedDone, timeout)
+      .status()
+      .WithContext("close feed '" + queue + "' of node " + std::to_string(target.executor_id));
+}
+
+feed::LockstepSync MakeLockstepSync(const HostPort& coordinator, const std::string& token,
+                                    int executor_id, const std::string& queue, milliseconds timeout) {
+  auto conn = std::make_shared<std::unique_ptr<Connection>>();
+  return [=](const feed::FeedProgress& p) -> Result<feed::Watermark> {
+    if (!*conn) {
+      ASSIGN_OR_RETURN(Connection c, Connection::Open(coordinator, token, timeout));
+      *conn = std::make_unique<Connection>(std::move(c));
+    }
+    json sync = {{"executor_id", executor_id}, {"qname", queue},      {"delivered", p.delivered},
+                 {"closed", p.closed},         {"consumed", p.consumed}, {"dropped", p.dropped},
+                 {"finished", p.finished}};
+    auto reply = (*conn)->Call(MessageType::kFeedSync, sync.dump(), MessageType::kFeedState, timeout);
+    if (!reply.ok()) {
+      conn->reset();
+      return reply.status().WithContext("lockstep sync with the coordinator");
+    }
+    json j = json::parse(reply->payload, nullptr, false);
+    if (!j.is_object()) return Status::Internal("malformed FEED_STATE");
+    return feed::Watermark{j.value("min_delivered", uint64_t{0}), j.value("all_closed", false)};
+  };
+}
+
+}  // namespace sparktf::node

@@ -1,0 +1,185 @@
+"""The feeding tasks of InputMode.SPARK (they run on executors).
+
+Partition i goes to training worker i mod W. A task converts its rows to
+columnar batches in one native call per batch (``rows_to_batch``; Arrow record
+batches for DataFrames) and pushes them through a native FeedSession: into
+the node's shared-memory ring when the node runs on this machine, over TCP to
+its agent otherwise. Nothing here loops over values in Python.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from sparktf import errors
+
+TARGET_BATCH_BYTES = 1 << 20  # batches of about 1 MiB
+FIRST_BATCH_ROWS = 256
+MAX_BATCH_ROWS = 1 << 16
+
+
+def _next_rows(batch: bytes, rows: int) -> int:
+    """Rows per batch so that batches come out near TARGET_BATCH_BYTES."""
+    per_row = max(len(batch) // max(rows, 1), 1)
+    return max(1, min(MAX_BATCH_ROWS, TARGET_BATCH_BYTES // per_row))
+
+
+def _session(meta: dict, index: int, inference: bool):
+    from sparktf import _native
+
+    targets = meta["targets"]
+    t = targets[index % len(targets)]
+    return _native.FeedSession(meta["cluster_id"], t["executor_id"], t["host"], t["feed_port"],
+                               meta["token"], meta["qname"], index, inference,
+                               meta["feed_timeout"], meta.get("transport") != "tcp")
+
+
+def _with_node(meta: dict, index: int, e: Exception) -> Exception:
+    targets = meta["targets"]
+    t = targets[index % len(targets)]
+    return type(e)(f"feeding partition {index} to node {t['executor_id']} "
+                   f"({t['job_name']}:{t['task_index']} on {t['host']}): {e}")
+
+
+def _push_rows(session, rows) -> tuple[int, int]:
+    """Pushes an iterator of rows; returns (rows pushed, rows skipped because
+    the consumer stopped reading)."""
+    from sparktf import _native
+
+    pushed = 0
+    n = FIRST_BATCH_ROWS
+    it = iter(rows)
+    while True:
+        chunk = list(itertools.islice(it, n))
+        if not chunk:
+            return pushed, 0
+        batch = _native.rows_to_batch(chunk, None)
+        if not session.push(batch):
+            return pushed, len(chunk) + sum(1 for _ in it)
+        pushed += len(chunk)
+        n = _next_rows(batch, len(chunk))
+
+
+def feed_rdd_partition(meta: dict):
+    """mapPartitionsWithIndex function of cluster.train on an RDD: yields one
+    (partition, rows pushed, rows skipped, local) tuple."""
+
+    def feed(index, rows):
+        try:
+            session = _session(meta, index, False)
+            pushed, skipped = _push_rows(session, rows)
+            session.finish()
+        except errors.SparktfError as e:
+            raise _with_node(meta, index, e) from None
+        yield (index, pushed, skipped, session.local)
+
+    return feed
+
+
+def _arrow_columns(batch) -> dict:
+    """pyarrow RecordBatch -> {name: numpy array or list of bytes} without
+    a Python loop over rows: numbers as they are, equal-length lists as 2-D."""
+    import numpy as np
+    import pyarrow as pa
+
+    out = {}
+    for name, col in zip(batch.schema.names, batch.columns):
+        if col.null_count:
+            raise errors.InvalidArgument(f"column {name!r} has {col.null_count} nulls; "
+                                         "fill or drop them before feeding")
+        t = col.type
+        if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+            values = col.flatten()
+            if values.null_count:
+                raise errors.InvalidArgument(f"column {name!r} has null elements")
+            n = len(col)
+            width = len(values) // n if n else 0
+            if pa.types.is_fixed_size_list(t):
+                width = t.list_size
+            else:
+                lengths = np.diff(col.offsets.to_numpy())
+                if n and not (lengths == width).all():
+                    raise errors.InvalidArgument(
+                        f"column {name!r} holds arrays of different lengths "
+                        f"({int(lengths.min())}..{int(lengths.max())}); feeding needs one "
+                        "length per column")
+            out[name] = np.ascontiguousarray(values.to_numpy(zero_copy_only=False)
+                                             .reshape(n, width))
+        elif pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t):
+            out[name] = [v if isinstance(v, bytes) else v.encode() for v in col.to_pylist()]
+        elif pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
+            out[name] = np.ascontiguousarray(col.to_numpy(zero_copy_only=False))
+        else:
+            raise errors.InvalidArgument(f"column {name!r} has type {t}, which cannot be fed; "
+                                         "use numbers, strings or arrays of numbers")
+    return out
+
+
+def feed_arrow_partition(meta: dict):
+    """mapInArrow function of cluster.train on a DataFrame: yields one record
+    batch (partition, pushed, skipped, local)."""
+
+    def feed(batches):
+        import pyarrow as pa
+        from pyspark import TaskContext
+
+        from sparktf import _native
+
+        index = TaskContext.get().partitionId()
+        pushed = skipped = 0
+        try:
+            session = _session(meta, index, False)
+            stopped = False
+            for rb in batches:
+                if stopped:
+                    skipped += rb.num_rows
+                    continue
+                step = FIRST_BATCH_ROWS
+                start = 0
+                while start < rb.num_rows:
+                    part = rb.slice(start, step)
+                    batch = _native.encode_batch(_arrow_columns(part))
+                    if not session.push(batch):
+                        stopped = True
+                        skipped += rb.num_rows - start
+                        break
+                    pushed += part.num_rows
+                    start += part.num_rows
+                    step = _next_rows(batch, part.num_rows)
+            session.finish()
+        except errors.SparktfError as e:
+            raise _with_node(meta, index, e) from None
+        yield pa.RecordBatch.from_pydict({"partition": [index], "pushed": [pushed],
+                                          "skipped": [skipped], "local": [session.local]})
+
+    return feed
+
+
+def infer_rdd_partition(meta: dict):
+    """mapPartitionsWithIndex function of cluster.inference: yields the
+    results of the partition, in the order of its rows."""
+
+    def infer(index, rows):
+        from sparktf import _native
+        from sparktf.node import _rows_of
+
+        try:
+            session = _session(meta, index, True)
+            pushed, skipped = _push_rows(session, rows)
+            if skipped:
+                raise errors.Cancelled(f"the consumer stopped reading after {pushed} rows; "
+                                       f"{skipped} rows of this partition have no result")
+            session.finish()
+            results = session.results()
+        except errors.SparktfError as e:
+            raise _with_node(meta, index, e) from None
+        count = 0
+        for raw in results:
+            _, columns = _native.decode_batch(raw)
+            rows_out = _rows_of(columns)
+            count += len(rows_out)
+            yield from rows_out
+        if count != pushed:
+            raise errors.DataLoss(f"partition {index}: {count} results for {pushed} rows")
+
+    return infer

@@ -1,0 +1,198 @@
+// sparktf._native feed service API: the TF process's FeedReader, a feeding
+// task's FeedSession, and the driver's close_feed.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings.h"
+#include "sparktf/feed/consumer.h"
+#include "sparktf/node/feed_service.h"
+
+namespace sparktf::python {
+namespace {
+
+using namespace sparktf::feed;
+using node::FeedSession;
+using node::FeedTarget;
+
+nb::bytes ToBytes(const std::string& s) { return nb::bytes(s.data(), s.size()); }
+
+class PyFeedReader {
+ public:
+  // Creates the ring `ring_name`; with a coordinator address, lockstep and
+  // feed accounting go through it.
+  PyFeedReader(const std::string& ring_name, size_t capacity, const std::string& coordinator,
+               const std::string& token, int executor_id, const std::string& queue) {
+    auto ring = ValueOrThrow(Ring::Create(ring_name, capacity));
+    LockstepSync sync;
+    if (!coordinator.empty()) {
+      HostPort addr = ValueOrThrow(ParseHostPort(coordinator));
+      sync = node::MakeLockstepSync(addr, token, executor_id, queue, std::chrono::seconds(30));
+    }
+    r_ = std::make_unique<FeedReader>(std::move(ring), std::move(sync));
+  }
+  // The next encoded batch, or None at the end of the feed.
+  nb::object Next(uint64_t n, bool exact, double timeout) {
+    Result<std::optional<std::string>> got = Status::Internal("unset");
+    {
+      nb::gil_scoped_release release;
+      got = Live()->Next(n, exact, Ms(timeout));
+    }
+    auto batch = ValueOrThrow(std::move(got));
+    if (!batch) return nb::none();
+    return ToBytes(*batch);
+  }
+  void PushResults(nb::bytes batch, double timeout) {
+    std::string_view b(batch.c_str(), batch.size());
+    Status st;
+    {
+      nb::gil_scoped_release release;
+      st = Live()->PushResults(b, Ms(timeout));
+    }
+    ThrowIfError(st);
+  }
+  // [(name, dtype name, per-row shape)] of the first batch, or None if the
+  // feed ended empty.
+  nb::object PeekSchema(double timeout) {
+    Result<std::optional<std::vector<ColumnView>>> got = Status::Internal("unset");
+    {
+      nb::gil_scoped_release release;
+      got = Live()->PeekSchema(Ms(timeout));
+    }
+    auto schema = ValueOrThrow(std::move(got));
+    if (!schema) return nb::none();
+    nb::list out;
+    for (const auto& c : *schema) {
+      nb::list shape;
+      for (size_t i = 1; i < c.dims.size(); ++i) shape.append(c.dims[i]);
+      out.append(nb::make_tuple(c.name, std::string(ColumnTypeName(c.type)), nb::tuple(shape)));
+    }
+    return out;
+  }
+  void Terminate() { Live()->Terminate(); }
+  void Fail(const std::string& reason) { Live()->Fail(reason); }
+  void Close() { r_.reset(); }
+  nb::dict Progress() {
+    const FeedProgress& p = Live()->progress();
+    nb::dict d;
+    d["delivered"] = p.delivered;
+    d["consumed"] = p.consumed;
+    d["dropped"] = p.dropped;
+    d["closed"] = p.closed;
+    d["finished"] = p.finished;
+    return d;
+  }
+
+ private:
+  FeedReader* Live() {
+    if (!r_) throw StatusError(Status::InvalidArgument("the feed is closed"));
+    return r_.get();
+  }
+  std::unique_ptr<FeedReader> r_;
+};
+
+FeedTarget Target(const std::string& cluster_id, int executor_id, const std::string& host, int port,
+                  bool prefer_local) {
+  FeedTarget t;
+  t.cluster_id = cluster_id;
+  t.executor_id = executor_id;
+  t.address = {host, port};
+  t.prefer_local = prefer_local;
+  return t;
+}
+
+class PyFeedSession {
+ public:
+  PyFeedSession(const std::string& cluster_id, int executor_id, const std::string& host, int port,
+                const std::string& token, const std::string& queue, int64_t partition,
+                bool inference, double timeout, bool prefer_local) {
+    FeedTarget t = Target(cluster_id, executor_id, host, port, prefer_local);
+    Result<std::unique_ptr<FeedSession>> s = Status::Internal("unset");
+    {
+      nb::gil_scoped_release release;
+      s = FeedSession::Open(t, token, queue, partition, inference, Ms(timeout));
+    }
+    s_ = ValueOrThrow(std::move(s));
+  }
+  // False when the consumer stopped reading on purpose: skip the rest.
+  bool Push(nb::bytes batch) {
+    std::string_view b(batch.c_str(), batch.size());
+    Status st;
+    {
+      nb::gil_scoped_release release;
+      st = s_->Push(b);
+    }
+    if (st.code() == StatusCode::kCancelled) return false;
+    ThrowIfError(st);
+    return true;
+  }
+  void Finish() {
+    Status st;
+    {
+      nb::gil_scoped_release release;
+      st = s_->Finish();
+    }
+    ThrowIfError(st);
+  }
+  nb::list Results() {
+    nb::list out;
+    for (const auto& r : s_->TakeResults()) out.append(ToBytes(r));
+    return out;
+  }
+  bool local() const { return s_->local(); }
+  uint64_t rows_pushed() const { return s_->rows_pushed(); }
+  void Close() { s_.reset(); }
+
+ private:
+  std::unique_ptr<FeedSession> s_;
+};
+
+}  // namespace
+
+void InitFeedService(nb::module_& m) {
+  nb::class_<PyFeedReader>(m, "FeedReader")
+      .def(nb::init<const std::string&, size_t, const std::string&, const std::string&, int,
+                    const std::string&>(),
+           nb::arg("ring_name"), nb::arg("capacity"), nb::arg("coordinator") = "",
+           nb::arg("token") = "", nb::arg("executor_id") = 0, nb::arg("queue") = "input")
+      .def("next", &PyFeedReader::Next, nb::arg("n"), nb::arg("exact"), nb::arg("timeout"))
+      .def("push_results", &PyFeedReader::PushResults, nb::arg("batch"), nb::arg("timeout"))
+      .def("peek_schema", &PyFeedReader::PeekSchema, nb::arg("timeout"))
+      .def("terminate", &PyFeedReader::Terminate)
+      .def("fail", &PyFeedReader::Fail, nb::arg("reason"))
+      .def("close", &PyFeedReader::Close)
+      .def("progress", &PyFeedReader::Progress);
+
+  nb::class_<PyFeedSession>(m, "FeedSession")
+      .def(nb::init<const std::string&, int, const std::string&, int, const std::string&,
+                    const std::string&, int64_t, bool, double, bool>(),
+           nb::arg("cluster_id"), nb::arg("executor_id"), nb::arg("host"), nb::arg("port"),
+           nb::arg("token"), nb::arg("queue"), nb::arg("partition"), nb::arg("inference"),
+           nb::arg("timeout"), nb::arg("prefer_local") = true)
+      .def("push", &PyFeedSession::Push, nb::arg("batch"))
+      .def("finish", &PyFeedSession::Finish)
+      .def("results", &PyFeedSession::Results)
+      .def("close", &PyFeedSession::Close)
+      .def_prop_ro("local", &PyFeedSession::local)
+      .def_prop_ro("rows_pushed", &PyFeedSession::rows_pushed);
+
+  m.def("close_feed", [](const std::string& cluster_id, int executor_id, const std::string& host,
+                         int port, const std::string& token, const std::string& queue,
+                         double timeout) {
+    Status st;
+    {
+      nb::gil_scoped_release release;
+      st = node::CloseFeed(Target(cluster_id, executor_id, host, port, false), token, queue,
+                           Ms(timeout));
+    }
+    ThrowIfError(st);
+  }, nb::arg("cluster_id"), nb::arg("executor_id"), nb::arg("host"), nb::arg("port"),
+        nb::arg("token"), nb::arg("queue"), nb::arg("timeout"));
+
+  m.def("feed_ring_name", [](const std::string& cluster_id, int executor_id,
+                             const std::string& queue) {
+    return ValueOrThrow(node::FeedRingName(cluster_id, executor_id, queue));
+  }, nb::arg("cluster_id"), nb::arg("executor_id"), nb::arg("queue"));
+}
+
+}  // namespace sparktf::python
