@@ -46,3 +46,55 @@ def terminate_after(args, ctx):
     feed.terminate()
     with open(os.path.join(args["out"], f"node-{ctx.executor_id}.json"), "w") as f:
         json.dump({"rows": rows}, f)
+
+
+def wrong_result_count(args, ctx):
+    """Inference that answers one result short per batch."""
+    feed = ctx.get_data_feed(train_mode=False)
+    while not feed.should_stop():
+        batch = feed.next_batch(10)
+        if len(batch) > 1:
+            feed.batch_results([0] * (len(batch) - 1))
+
+
+def mwms_keras(args, ctx):
+    """MultiWorkerMirrored Keras training over ctx.dataset. Writes per worker
+    the steps it ran; the chief evaluates on args["test"] and exports."""
+    os.environ["TF_USE_LEGACY_KERAS"] = "1"
+    import numpy as np
+    import tensorflow as tf
+
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    mapping = args.get("input_mapping")
+
+    def dataset_fn(_):
+        ds = ctx.dataset(args["batch"], input_mapping=mapping)
+        if mapping:
+            ds = ds.map(lambda d: (d["x"], d["y"]))
+        return ds
+
+    dist = strategy.distribute_datasets_from_function(dataset_fn)
+    with strategy.scope():
+        model = tf.keras.Sequential([tf.keras.Input((args["features"],)),
+                                     tf.keras.layers.Dense(args.get("hidden", 32),
+                                                           activation="relu"),
+                                     tf.keras.layers.Dense(args["classes"])])
+        model.compile(optimizer=tf.keras.optimizers.Adam(args.get("lr", 0.01)),
+                      loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                      metrics=["accuracy"])
+
+    class Steps(tf.keras.callbacks.Callback):
+        steps = 0
+
+        def on_train_batch_end(self, batch, logs=None):
+            Steps.steps += 1
+
+    hist = model.fit(dist, epochs=1, verbose=0, callbacks=[Steps()])
+    result = {"steps": Steps.steps, "loss": hist.history["loss"],
+              "job_name": ctx.job_name, "task_index": ctx.task_index}
+    if "test" in args:
+        x, y = np.asarray(args["test"][0], np.float32), np.asarray(args["test"][1])
+        pred = np.argmax(model.predict(x, verbose=0), axis=1)
+        result["accuracy"] = float((pred == y).mean())
+    with open(os.path.join(args["out"], f"node-{ctx.executor_id}.json"), "w") as f:
+        json.dump(result, f)

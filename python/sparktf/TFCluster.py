@@ -207,6 +207,7 @@ class TFCluster:
         self.log_dir = log_dir
         self._closed = False
         self._token = token
+        self._coordinator_address = ""
         self._feed_cluster_id = token[:16]
         self._queues = [q for q in (queues or ["input"]) if q not in ("output", "error")]
         self.dropped_records = 0
@@ -246,6 +247,7 @@ class TFCluster:
             raise errors.InvalidArgument(f"unknown queue {qname!r}; the cluster has "
                                          f"{self._queues} (TFCluster.run(queues=...))")
         return {"cluster_id": self._feed_cluster_id, "token": self._token, "qname": qname,
+                "coordinator": self._coordinator_address,
                 "feed_timeout": float(feed_timeout), "targets": targets,
                 # "tcp" forces every feeding task onto TCP (tests, debugging)
                 "transport": os.environ.get("SPARKTF_FEED_TRANSPORT", "auto")}
@@ -453,6 +455,7 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
                 num_executors)
     deadline = t0 + float(reservation_timeout)
     cluster = TFCluster(sc, coordinator, job, group, {}, input_mode, log_dir, token, queues)
+    cluster._coordinator_address = meta["coordinator"]
     while True:
         try:
             if coordinator.wait_reserved(min(0.5, max(deadline - time.monotonic(), 0.01))):

@@ -24,14 +24,47 @@ def _next_rows(batch: bytes, rows: int) -> int:
     return max(1, min(MAX_BATCH_ROWS, TARGET_BATCH_BYTES // per_row))
 
 
+def _node_failure(meta: dict, executor_id: int) -> str | None:
+    """The coordinator's account of a node that ended, if it did."""
+    import json
+
+    from sparktf import _native
+
+    try:
+        status = json.loads(_native.get_status(meta["coordinator"], meta["token"], 10.0))
+    except errors.SparktfError:
+        return "the cluster's coordinator is gone (the cluster was shut down or aborted)"
+    if status.get("aborted"):  # the first failure, not this node's stop
+        return "the cluster was aborted: " + status.get("abort_reason", "")
+    for n in status["nodes"]:
+        if (n["executor_id"] == executor_id and n["phase"] == "exited" and not n["exit_code"]
+                and not n["signal"]):
+            return ""  # it finished cleanly: it reads no more
+        if n["executor_id"] == executor_id and n["phase"] in ("exited", "lost"):
+            return (f"it {n['phase']} (exit code {n['exit_code']}, signal {n['signal']})"
+                    + (f":\n{n['traceback']}" if n["traceback"] else ""))
+    return None
+
+
 def _session(meta: dict, index: int, inference: bool):
+    """A FeedSession to the partition's node, or None when that node has
+    finished reading (its map_fun returned): the rows are skipped."""
     from sparktf import _native
 
     targets = meta["targets"]
     t = targets[index % len(targets)]
-    return _native.FeedSession(meta["cluster_id"], t["executor_id"], t["host"], t["feed_port"],
-                               meta["token"], meta["qname"], index, inference,
-                               meta["feed_timeout"], meta.get("transport") != "tcp")
+    try:
+        return _native.FeedSession(meta["cluster_id"], t["executor_id"], t["host"],
+                                   t["feed_port"], meta["token"], meta["qname"], index,
+                                   inference, meta["feed_timeout"],
+                                   meta.get("transport") != "tcp")
+    except (errors.Unavailable, errors.NotFound, errors.Aborted) as e:
+        failure = _node_failure(meta, t["executor_id"])
+        if failure == "" and not inference:
+            return None
+        if failure is not None:  # say why the node is gone, not just "refused"
+            raise errors.Aborted(f"the node is gone: {failure or 'its map_fun returned'}") from e
+        raise
 
 
 def _with_node(meta: dict, index: int, e: Exception) -> Exception:
@@ -67,6 +100,9 @@ def feed_rdd_partition(meta: dict):
     def feed(index, rows):
         try:
             session = _session(meta, index, False)
+            if session is None:
+                yield (index, 0, sum(1 for _ in rows), False)
+                return
             pushed, skipped = _push_rows(session, rows)
             session.finish()
         except errors.SparktfError as e:
@@ -129,7 +165,7 @@ def feed_arrow_partition(meta: dict):
         pushed = skipped = 0
         try:
             session = _session(meta, index, False)
-            stopped = False
+            stopped = session is None
             for rb in batches:
                 if stopped:
                     skipped += rb.num_rows
@@ -146,11 +182,13 @@ def feed_arrow_partition(meta: dict):
                     pushed += part.num_rows
                     start += part.num_rows
                     step = _next_rows(batch, part.num_rows)
-            session.finish()
+            if session is not None:
+                session.finish()
         except errors.SparktfError as e:
             raise _with_node(meta, index, e) from None
         yield pa.RecordBatch.from_pydict({"partition": [index], "pushed": [pushed],
-                                          "skipped": [skipped], "local": [session.local]})
+                                          "skipped": [skipped],
+                                          "local": [bool(session and session.local)]})
 
     return feed
 

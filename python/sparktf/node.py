@@ -45,12 +45,13 @@ def _open_feeds(ctx, queues) -> None:
 
 
 def _close_feeds(failure: str | None) -> None:
-    """Closes the rings: on failure feeding tasks fail with the end of the
-    traceback `failure` (the agent has it whole);
+    """Closes the rings: on failure feeding tasks fail with the exception
+    line of the traceback `failure` (the coordinator has it whole);
     otherwise they skip what is left (the consumer is done)."""
     for reader in _feeds.values():
         if failure:
-            reader.fail("map_fun failed: ..." + failure[-440:])
+            lines = [ln for ln in failure.strip().splitlines() if ln.strip()]
+            reader.fail(("map_fun failed: " + (lines[-1] if lines else "?"))[:480])
         reader.close()
     _feeds.clear()
 

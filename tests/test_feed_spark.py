@@ -1,0 +1,181 @@
+"""InputMode.SPARK end to end: feeding jobs on a real multi-executor Spark
+(local-cluster, 4 executors) into real TensorFlow processes."""
+
+import glob
+import json
+import os
+import time
+
+import feed_funs
+import numpy as np
+import pytest
+from test_cluster_spark import wait_no_node_processes
+
+from sparktf import TFCluster, errors
+
+pytestmark = pytest.mark.spark
+SPARK = TFCluster.InputMode.SPARK
+
+
+def shm_segments():
+    return glob.glob("/dev/shm/sparktf-*")
+
+
+def node_results(out):
+    return {int(os.path.basename(p)[5:-5]): json.load(open(p))
+            for p in glob.glob(os.path.join(out, "node-*.json"))}
+
+
+@pytest.fixture
+def clean_after():
+    yield
+    assert wait_no_node_processes() == []
+    assert shm_segments() == []
+
+
+@pytest.fixture(params=["auto", "tcp"])
+def transport(request, monkeypatch):
+    """auto: every node is on this machine, so tasks use shared memory;
+    tcp: every task streams to the node's agent over TCP."""
+    monkeypatch.setenv("SPARKTF_FEED_TRANSPORT", request.param)
+    return request.param
+
+
+def test_train_feeds_every_row_once(spark, tmp_path, transport, clean_after):
+    sc = spark.sparkContext
+    cluster = TFCluster.run(sc, feed_funs.count_rows, {"out": str(tmp_path), "batch": 100}, 2,
+                            input_mode=SPARK)
+    rdd = sc.parallelize(range(8), 8).flatMap(
+        lambda p: [(float(p * 1000 + i), np.arange(3, dtype=np.float32)) for i in range(1000)])
+    stats = cluster.train(rdd, num_epochs=2)
+    cluster.shutdown(timeout=120)
+    assert stats["rows"] == 16000 and stats["skipped"] == 0
+    assert stats["local_partitions"] == (16 if transport == "auto" else 0)
+    seen = node_results(tmp_path)
+    # partition i goes to worker i mod 2: even partitions to worker 0
+    expected = {w: 2 * sum(p * 1000 * 1000 + 499500 for p in range(w, 8, 2)) for w in (0, 1)}
+    by_worker = {r["progress"]["delivered"]: r for r in seen.values()}
+    assert sorted(r["rows"] for r in seen.values()) == [8000, 8000]
+    assert sorted(r["sum"] for r in seen.values()) == sorted(expected.values())
+    assert all(r["progress"]["dropped"] == 0 for r in by_worker.values())
+    assert cluster.dropped_records == 0
+
+
+def test_train_from_dataframe_with_arrow(spark, tmp_path, clean_after):
+    from pyspark.sql import functions as F
+
+    sc = spark.sparkContext
+    cluster = TFCluster.run(sc, feed_funs.count_rows, {"out": str(tmp_path), "batch": 64}, 2,
+                            input_mode=SPARK)
+    df = spark.range(0, 3000, numPartitions=3).select(
+        F.col("id").cast("double").alias("value"),
+        F.array(F.lit(1.0), F.lit(2.0)).alias("vec"))
+    stats = cluster.train(df)
+    cluster.shutdown(timeout=120)
+    assert stats["rows"] == 3000
+    seen = node_results(tmp_path)
+    assert sum(r["rows"] for r in seen.values()) == 3000
+    assert sum(r["sum"] for r in seen.values()) == sum(range(3000))
+
+
+def test_inference_results_align_with_partitions(spark, transport, clean_after):
+    sc = spark.sparkContext
+    cluster = TFCluster.run(sc, feed_funs.squares, {"batch": 37}, 2, input_mode=SPARK)
+    rdd = sc.parallelize(range(1000), 7)
+    results = cluster.inference(rdd).glom().collect()
+    cluster.shutdown(timeout=120)
+    assert results == [[x * x for x in part] for part in rdd.glom().collect()]
+
+
+def test_wrong_result_count_is_a_clear_error(spark, clean_after):
+    sc = spark.sparkContext
+    cluster = TFCluster.run(sc, feed_funs.wrong_result_count, {}, 2, input_mode=SPARK)
+    t0 = time.monotonic()
+    with pytest.raises(Exception, match="exactly one result per input row"):
+        cluster.inference(sc.parallelize(range(100), 2), feed_timeout=60).collect()
+    assert time.monotonic() - t0 < 30
+    with pytest.raises(errors.Aborted):
+        cluster.shutdown(timeout=60)
+
+
+def test_consumer_exception_fails_feeding_fast(spark, clean_after):
+    sc = spark.sparkContext
+    cluster = TFCluster.run(sc, feed_funs.fail_after, {"batches": 2}, 2, input_mode=SPARK)
+    rdd = sc.parallelize(range(4), 4).flatMap(lambda p: [(float(i),) for i in range(50000)])
+    t0 = time.monotonic()
+    with pytest.raises(errors.Aborted, match="consumer exploded on purpose"):
+        cluster.train(rdd, feed_timeout=600)
+    assert time.monotonic() - t0 < 30  # not the 600 s feed timeout
+    with pytest.raises(errors.Aborted, match="consumer exploded on purpose"):
+        cluster.shutdown(timeout=60)
+
+
+def test_terminate_mid_feed_skips_the_rest(spark, tmp_path, clean_after):
+    sc = spark.sparkContext
+    cluster = TFCluster.run(sc, feed_funs.terminate_after, {"out": str(tmp_path), "batches": 3},
+                            2, input_mode=SPARK)
+    rdd = sc.parallelize(range(4), 4).flatMap(lambda p: [(float(i),) for i in range(100000)])
+    stats = cluster.train(rdd)
+    cluster.shutdown(timeout=60)
+    seen = node_results(tmp_path)
+    assert [r["rows"] for r in seen.values()] == [30, 30]
+    assert stats["skipped"] > 0 and stats["rows"] + stats["skipped"] == 400000
+
+
+def test_skewed_feed_ends_mwms_in_lockstep(spark, tmp_path, clean_after):
+    """Worker 0 gets 10x the rows of worker 1; both run the same number of
+    steps, and the rows dropped to keep them in step are reported."""
+    sc = spark.sparkContext
+    args = {"out": str(tmp_path), "batch": 10, "features": 4, "classes": 2}
+    cluster = TFCluster.run(sc, feed_funs.mwms_keras, args, 2, input_mode=SPARK)
+    sizes = [1000, 100]
+    rdd = sc.parallelize(range(2), 2).flatMap(
+        lambda p: [(np.full(4, i % 2, np.float32), i % 2) for i in range(sizes[p])])
+    cluster.train(rdd)
+    cluster.shutdown(timeout=300)
+    seen = node_results(tmp_path)
+    assert [r["steps"] for r in seen.values()] == [10, 10]
+    assert cluster.dropped_records == 900
+    stats = cluster.feed_stats()["input"]
+    assert stats["delivered"] == 1100 and stats["consumed"] == 200 and stats["dropped"] == 900
+
+
+@pytest.fixture(scope="module")
+def digits_split():
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    x = (d.data / 16.0).astype(np.float32)
+    return (x[:1500], d.target[:1500]), (x[1500:], d.target[1500:])
+
+
+def test_mwms_digits_from_rdd(spark, tmp_path, digits_split, clean_after):
+    (x, y), (tx, ty) = digits_split
+    sc = spark.sparkContext
+    args = {"out": str(tmp_path), "batch": 32, "features": 64, "classes": 10,
+            "test": [tx.tolist(), ty.tolist()]}
+    cluster = TFCluster.run(sc, feed_funs.mwms_keras, args, 2, input_mode=SPARK)
+    rdd = sc.parallelize(list(zip(x, y.tolist())), 4)
+    cluster.train(rdd, num_epochs=8)
+    cluster.shutdown(timeout=300)
+    seen = node_results(tmp_path)
+    steps = [r["steps"] for r in seen.values()]
+    assert steps[0] == steps[1] > 300
+    assert min(r["accuracy"] for r in seen.values()) > 0.9
+
+
+def test_mwms_digits_from_dataframe_with_input_mapping(spark, tmp_path, digits_split,
+                                                       clean_after):
+    (x, y), (tx, ty) = digits_split
+    sc = spark.sparkContext
+    args = {"out": str(tmp_path), "batch": 32, "features": 64, "classes": 10,
+            "input_mapping": {"pixels": "x", "label": "y"}, "test": [tx.tolist(), ty.tolist()]}
+    cluster = TFCluster.run(sc, feed_funs.mwms_keras, args, 2, input_mode=SPARK)
+    df = spark.createDataFrame([(row.tolist(), int(label)) for row, label in zip(x, y)],
+                               "pixels array<float>, label int").repartition(4)
+    cluster.train(df, num_epochs=8)
+    cluster.shutdown(timeout=300)
+    seen = node_results(tmp_path)
+    steps = [r["steps"] for r in seen.values()]
+    assert steps[0] == steps[1] > 300
+    assert min(r["accuracy"] for r in seen.values()) > 0.9
