@@ -89,7 +89,10 @@ def mwms_keras(args, ctx):
         def on_train_batch_end(self, batch, logs=None):
             Steps.steps += 1
 
-    hist = model.fit(dist, epochs=1, verbose=0, callbacks=[Steps()])
+    # Keras needs a step count with a distributed dataset; the feed ends first
+    # (on every worker at the same step) and Keras stops there.
+    hist = model.fit(dist, epochs=1, steps_per_epoch=ctx.UNTIL_END_OF_FEED, verbose=0,
+                     callbacks=[Steps()])
     result = {"steps": Steps.steps, "loss": hist.history["loss"],
               "job_name": ctx.job_name, "task_index": ctx.task_index}
     if "test" in args:

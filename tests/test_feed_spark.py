@@ -160,8 +160,8 @@ def test_mwms_digits_from_rdd(spark, tmp_path, digits_split, clean_after):
     cluster.shutdown(timeout=300)
     seen = node_results(tmp_path)
     steps = [r["steps"] for r in seen.values()]
-    assert steps[0] == steps[1] > 300
-    assert min(r["accuracy"] for r in seen.values()) > 0.9
+    assert steps[0] == steps[1] >= 150  # 12000 rows, 2 workers, batches of 32
+    assert min(r["accuracy"] for r in seen.values()) > 0.85  # held-out digits; chance is 0.1
 
 
 def test_mwms_digits_from_dataframe_with_input_mapping(spark, tmp_path, digits_split,
@@ -177,5 +177,5 @@ def test_mwms_digits_from_dataframe_with_input_mapping(spark, tmp_path, digits_s
     cluster.shutdown(timeout=300)
     seen = node_results(tmp_path)
     steps = [r["steps"] for r in seen.values()]
-    assert steps[0] == steps[1] > 300
-    assert min(r["accuracy"] for r in seen.values()) > 0.9
+    assert steps[0] == steps[1] >= 150  # 12000 rows, 2 workers, batches of 32
+    assert min(r["accuracy"] for r in seen.values()) > 0.85  # held-out digits; chance is 0.1

@@ -131,6 +131,11 @@ class NodeContext:
     working_dir   the node's working directory
     """
 
+    # steps_per_epoch for Keras fit on ctx.dataset under a distribution strategy
+    # (which insists on a step count): the feed ends first, on every worker at
+    # the same step, and Keras stops there.
+    UNTIL_END_OF_FEED = 1 << 40
+
     def __init__(self, info: dict, defaultFS: str = "file://", working_dir: str | None = None):
         self.executor_id = int(info["executor_id"])
         self.worker_num = int(info["worker_num"])
