@@ -1,0 +1,253 @@
+#include "sparktf/feed/stream.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+
+#include "sparktf/feed/consumer.h"
+#include "sparktf/feed/producer.h"
+
+namespace sparktf::feed {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A batch of rows [first, first + rows): column "x" float32[2] = (i, -i),
+// column "s" bytes = decimal i.
+std::string MakeBatch(int first, int rows) {
+  std::vector<float> x;
+  std::vector<uint64_t> offsets{0};
+  std::string text;
+  for (int i = first; i < first + rows; ++i) {
+    x.push_back(static_cast<float>(i));
+    x.push_back(static_cast<float>(-i));
+    text += std::to_string(i);
+    offsets.push_back(text.size());
+  }
+  std::string bytes(offsets.size() * 8, '\0');
+  std::memcpy(bytes.data(), offsets.data(), bytes.size());
+  bytes += text;
+  const auto n = static_cast<uint64_t>(rows);
+  std::vector<ColumnView> cols = {
+      {"x", ColumnType::kFloat32, {n, 2}, {reinterpret_cast<const char*>(x.data()), x.size() * 4}},
+      {"s", ColumnType::kBytes, {n}, bytes}};
+  std::string out;
+  EXPECT_TRUE(EncodeBatch(cols, n, &out).ok());
+  return out;
+}
+
+// The row ids in a batch, checked against both columns.
+std::vector<int> RowIds(const std::string& batch) {
+  uint64_t rows = 0;
+  std::vector<ColumnView> cols;
+  EXPECT_TRUE(DecodeBatch(batch, &rows, &cols).ok());
+  std::vector<int> ids;
+  for (uint64_t r = 0; r < rows; ++r) {
+    float a, b;
+    std::memcpy(&a, cols[0].data.data() + r * 8, 4);
+    std::memcpy(&b, cols[0].data.data() + r * 8 + 4, 4);
+    uint64_t o0, o1;
+    std::memcpy(&o0, cols[1].data.data() + r * 8, 8);
+    std::memcpy(&o1, cols[1].data.data() + (r + 1) * 8, 8);
+    const std::string s(cols[1].data.substr((rows + 1) * 8 + o0, o1 - o0));
+    EXPECT_EQ(a, -b);
+    EXPECT_EQ(std::to_string(static_cast<int>(a)), s);
+    ids.push_back(static_cast<int>(a));
+  }
+  return ids;
+}
+
+std::string UniqueName(const char* tag) {
+  static int n = 0;
+  return "/sparktf-test-" + std::string(tag) + "-" + std::to_string(::getpid()) + "-" +
+         std::to_string(n++);
+}
+
+TEST(BatchAssemblerTest, RecutsBatchesAcrossChunksKeepingEveryRowOnce) {
+  BatchAssembler a;
+  ASSERT_TRUE(a.Add(MakeBatch(0, 5)).ok());
+  ASSERT_TRUE(a.Add(MakeBatch(5, 3)).ok());
+  ASSERT_TRUE(a.Add(MakeBatch(8, 9)).ok());
+  EXPECT_EQ(a.rows(), 17u);
+  std::vector<int> all;
+  std::string out;
+  for (uint64_t n : {4u, 4u, 1u, 7u, 100u}) {
+    ASSERT_TRUE(a.Take(n, &out).ok());
+    auto ids = RowIds(out);
+    EXPECT_EQ(ids.size(), std::min<uint64_t>(n, 17 - all.size()));
+    all.insert(all.end(), ids.begin(), ids.end());
+  }
+  std::vector<int> expected(17);
+  for (int i = 0; i < 17; ++i) expected[i] = i;
+  EXPECT_EQ(all, expected);
+  EXPECT_EQ(a.rows(), 0u);
+  EXPECT_EQ(a.Take(1, &out).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(BatchAssemblerTest, RejectsBatchesWithOtherColumns) {
+  BatchAssembler a;
+  ASSERT_TRUE(a.Add(MakeBatch(0, 2)).ok());
+  std::vector<int64_t> v = {1, 2};
+  std::vector<ColumnView> cols = {
+      {"x", ColumnType::kInt64, {2}, {reinterpret_cast<const char*>(v.data()), 16}}};
+  std::string other;
+  ASSERT_TRUE(EncodeBatch(cols, 2, &other).ok());
+  Status st = a.Add(other);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("x: float32[2]"), std::string::npos) << st.message();
+  EXPECT_EQ(a.Add("garbage").code(), StatusCode::kInvalidArgument);
+}
+
+TEST(MarkerTest, RoundTripsAndRejectsMalformed) {
+  Marker m{Marker::kBegin, 7, "/sparktf-x-1-r", 0};
+  auto got = DecodeMarker(EncodeMarker(m));
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->partition, 7);
+  EXPECT_EQ(got->result_ring, "/sparktf-x-1-r");
+  Marker e{Marker::kEnd, 7, "", 42};
+  EXPECT_EQ(DecodeMarker(EncodeMarker(e))->rows, 42u);
+  EXPECT_FALSE(IsMarker(MakeBatch(0, 1)));
+  EXPECT_FALSE(DecodeMarker("STFM{\"kind\":\"end\"}").ok());
+  EXPECT_FALSE(DecodeMarker("STFMnot json").ok());
+}
+
+TEST(FeedReaderTest, TrainFeedEndsWhenInputCloses) {
+  const std::string name = UniqueName("train");
+  FeedReader reader(std::move(Ring::Create(name, 1 << 16)).ValueOrDie(), nullptr);
+  std::thread producer([&] {
+    auto feed = std::move(PartitionFeed::Open(name, 0, "", 5s)).ValueOrDie();
+    for (int i = 0; i < 100; i += 10) ASSERT_TRUE(feed->Push(MakeBatch(i, 10), 5s).ok());
+    ASSERT_TRUE(feed->Finish(5s).ok());
+    std::move(Ring::Attach(name)).ValueOrDie()->CloseInput();
+  });
+  std::vector<int> ids;
+  while (true) {
+    auto b = reader.Next(32, false, 5s);
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    if (!*b) break;
+    auto got = RowIds(**b);
+    EXPECT_TRUE(got.size() == 32 || ids.size() + got.size() == 100);
+    ids.insert(ids.end(), got.begin(), got.end());
+  }
+  producer.join();
+  EXPECT_EQ(ids.size(), 100u);
+  EXPECT_EQ(reader.progress().consumed, 100u);
+}
+
+TEST(FeedReaderTest, InferenceResultsReturnPerPartition) {
+  const std::string name = UniqueName("infer");
+  FeedReader reader(std::move(Ring::Create(name, 1 << 16)).ValueOrDie(), nullptr);
+  std::thread consumer([&] {
+    while (true) {
+      auto b = reader.Next(7, false, 5s);
+      ASSERT_TRUE(b.ok()) << b.status().ToString();
+      if (!*b) return;
+      auto ids = RowIds(**b);
+      ASSERT_TRUE(reader.PushResults(MakeBatch(ids.front() * 10, static_cast<int>(ids.size())), 5s).ok());
+    }
+  });
+  for (int p = 0; p < 3; ++p) {
+    auto feed = std::move(PartitionFeed::Open(name, p, UniqueName("res"), 5s)).ValueOrDie();
+    ASSERT_TRUE(feed->Push(MakeBatch(0, 10), 5s).ok());
+    ASSERT_TRUE(feed->Push(MakeBatch(10, 5), 5s).ok());
+    ASSERT_TRUE(feed->Finish(5s).ok());
+    std::vector<int> results;
+    for (const auto& r : feed->TakeResults()) {
+      auto ids = RowIds(r);
+      results.insert(results.end(), ids.begin(), ids.end());
+    }
+    // Batches never span the partition's two pushes' boundary at 15 rows:
+    // 7, 7, 1 rows, answered from 0, 70 and 140.
+    std::vector<int> expected;
+    for (int start : {0, 70, 140}) {
+      for (int i = 0; i < (start == 140 ? 1 : 7); ++i) expected.push_back(start + i);
+    }
+    EXPECT_EQ(results, expected);
+  }
+  std::move(Ring::Attach(name)).ValueOrDie()->CloseInput();
+  consumer.join();
+}
+
+TEST(FeedReaderTest, MissingResultsAreAnErrorAtThePartitionEnd) {
+  const std::string name = UniqueName("short");
+  FeedReader reader(std::move(Ring::Create(name, 1 << 16)).ValueOrDie(), nullptr);
+  auto feed = std::move(PartitionFeed::Open(name, 3, UniqueName("res"), 5s)).ValueOrDie();
+  ASSERT_TRUE(feed->Push(MakeBatch(0, 4), 5s).ok());
+  std::thread finisher([&] { EXPECT_FALSE(feed->Finish(2s).ok()); });
+  auto b = reader.Next(10, false, 5s);
+  ASSERT_TRUE(b.ok() && *b);
+  EXPECT_EQ(reader.PushResults(MakeBatch(0, 5), 1s).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(reader.PushResults(MakeBatch(0, 3), 1s).ok());
+  auto next = reader.Next(10, false, 1s);
+  EXPECT_EQ(next.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(next.status().message().find("3 results for the 4 rows of partition 3"),
+            std::string::npos)
+      << next.status().ToString();
+  reader.Fail("consumer failed");
+  finisher.join();
+}
+
+TEST(FeedReaderTest, LockstepStopsEveryWorkerAtTheSameStep) {
+  // Two readers in one process, with an in-memory coordinator.
+  std::mutex mu;
+  std::map<int, FeedProgress> reports;
+  auto sync_for = [&](int id) {
+    return [&, id](const FeedProgress& p) -> Result<Watermark> {
+      std::lock_guard<std::mutex> lock(mu);
+      reports[id] = p;
+      Watermark w{UINT64_MAX, true};
+      for (int k : {0, 1}) {
+        auto it = reports.find(k);
+        w.min_delivered = std::min(w.min_delivered, it == reports.end() ? 0 : it->second.delivered);
+        w.all_closed = w.all_closed && it != reports.end() && it->second.closed;
+      }
+      return w;
+    };
+  };
+  const std::string a = UniqueName("ls0"), b = UniqueName("ls1");
+  FeedReader r0(std::move(Ring::Create(a, 1 << 20)).ValueOrDie(), sync_for(0));
+  FeedReader r1(std::move(Ring::Create(b, 1 << 20)).ValueOrDie(), sync_for(1));
+  auto feed = [](const std::string& ring, int rows) {
+    auto f = std::move(PartitionFeed::Open(ring, 0, "", 5s)).ValueOrDie();
+    for (int i = 0; i < rows; i += 10) EXPECT_TRUE(f->Push(MakeBatch(i, 10), 5s).ok());
+    EXPECT_TRUE(f->Finish(5s).ok());
+    std::move(Ring::Attach(ring)).ValueOrDie()->CloseInput();
+  };
+  std::thread f0(feed, a, 1000), f1(feed, b, 100);
+  int steps[2] = {0, 0};
+  auto run = [&](FeedReader& r, int* s) {
+    while (true) {
+      auto got = r.Next(8, true, 10s);
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      if (!*got) return;
+      ++*s;
+    }
+  };
+  std::thread c0(run, std::ref(r0), &steps[0]), c1(run, std::ref(r1), &steps[1]);
+  f0.join();
+  f1.join();
+  c0.join();
+  c1.join();
+  EXPECT_EQ(steps[0], 12);  // 100 / 8
+  EXPECT_EQ(steps[1], 12);
+  EXPECT_EQ(r0.progress().dropped, 1000u - 96u);
+  EXPECT_EQ(r1.progress().dropped, 4u);
+  EXPECT_TRUE(r0.progress().finished && r1.progress().finished);
+}
+
+TEST(FeedReaderTest, TerminateMakesProducersSkip) {
+  const std::string name = UniqueName("term");
+  FeedReader reader(std::move(Ring::Create(name, 1 << 16)).ValueOrDie(), nullptr);
+  auto feed = std::move(PartitionFeed::Open(name, 0, "", 5s)).ValueOrDie();
+  ASSERT_TRUE(feed->Push(MakeBatch(0, 10), 5s).ok());
+  ASSERT_TRUE(reader.Next(5, true, 1s).ok());
+  reader.Terminate();
+  EXPECT_EQ(feed->Push(MakeBatch(10, 10), 5s).code(), StatusCode::kCancelled);
+  reader.Fail("boom");  // a later failure does not change the first reason
+  EXPECT_EQ(feed->Push(MakeBatch(10, 10), 5s).code(), StatusCode::kCancelled);
+}
+
+}  // namespace
+}  // namespace sparktf::feed

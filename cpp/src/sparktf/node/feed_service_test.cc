@@ -1,0 +1,135 @@
+#include "sparktf/node/feed_service.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+
+#include "sparktf/feed/batch.h"
+
+namespace sparktf::node {
+namespace {
+
+using namespace std::chrono_literals;
+using feed::ColumnType;
+using feed::ColumnView;
+
+std::string Ints(int64_t first, int rows) {
+  std::vector<int64_t> v;
+  for (int i = 0; i < rows; ++i) v.push_back(first + i);
+  std::vector<ColumnView> cols = {{"v", ColumnType::kInt64, {static_cast<uint64_t>(rows)},
+                                   {reinterpret_cast<const char*>(v.data()), v.size() * 8}}};
+  std::string out;
+  EXPECT_TRUE(feed::EncodeBatch(cols, static_cast<uint64_t>(rows), &out).ok());
+  return out;
+}
+
+std::vector<int64_t> Values(const std::string& batch) {
+  uint64_t rows = 0;
+  std::vector<ColumnView> cols;
+  EXPECT_TRUE(feed::DecodeBatch(batch, &rows, &cols).ok());
+  std::vector<int64_t> v(rows);
+  if (rows) std::memcpy(v.data(), cols[0].data.data(), rows * 8);
+  return v;
+}
+
+class FeedServiceTest : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    cluster_id_ = "t" + std::to_string(::getpid()) + "_" + std::to_string(counter_++);
+    auto s = FeedServer::Start({cluster_id_, 0, "secret", "127.0.0.1", 5000ms});
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    server_ = std::move(*s);
+    target_ = {cluster_id_, 0, {"127.0.0.1", server_->port()}, /*prefer_local=*/GetParam()};
+  }
+  std::string Ring(const std::string& q) { return *FeedRingName(cluster_id_, 0, q); }
+
+  static inline int counter_ = 0;
+  std::string cluster_id_;
+  std::unique_ptr<FeedServer> server_;
+  FeedTarget target_;
+};
+
+TEST_P(FeedServiceTest, TrainRowsArriveAndCloseEndsTheFeed) {
+  feed::FeedReader reader(std::move(feed::Ring::Create(Ring("input"), 1 << 20)).ValueOrDie(),
+                          nullptr);
+  auto session = FeedSession::Open(target_, "secret", "input", 0, false, 5s);
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  EXPECT_EQ((*session)->local(), GetParam());
+  for (int i = 0; i < 100; i += 20) ASSERT_TRUE((*session)->Push(Ints(i, 20)).ok());
+  ASSERT_TRUE((*session)->Finish().ok());
+  ASSERT_TRUE(CloseFeed(target_, "secret", "input", 5s).ok());
+  int64_t sum = 0, rows = 0;
+  while (true) {
+    auto b = reader.Next(30, false, 5s);
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    if (!*b) break;
+    for (int64_t v : Values(**b)) sum += v, ++rows;
+  }
+  EXPECT_EQ(rows, 100);
+  EXPECT_EQ(sum, 4950);
+}
+
+TEST_P(FeedServiceTest, InferenceReturnsOneResultPerRowInOrder) {
+  feed::FeedReader reader(std::move(feed::Ring::Create(Ring("input"), 1 << 20)).ValueOrDie(),
+                          nullptr);
+  std::thread consumer([&] {
+    while (true) {
+      auto b = reader.Next(16, false, 5s);
+      ASSERT_TRUE(b.ok()) << b.status().ToString();
+      if (!*b) return;
+      auto v = Values(**b);
+      ASSERT_TRUE(reader.PushResults(Ints(v.front() * 1000, static_cast<int>(v.size())), 5s).ok());
+    }
+  });
+  for (int p = 0; p < 2; ++p) {
+    auto session = std::move(FeedSession::Open(target_, "secret", "input", p, true, 5s)).ValueOrDie();
+    for (int i = 0; i < 40; i += 10) ASSERT_TRUE(session->Push(Ints(i, 10)).ok());
+    ASSERT_TRUE(session->Finish().ok());
+    std::vector<int64_t> got;
+    for (const auto& r : session->TakeResults()) {
+      auto v = Values(r);
+      got.insert(got.end(), v.begin(), v.end());
+    }
+    ASSERT_EQ(got.size(), 40u);
+    EXPECT_EQ(got[0], 0);
+    EXPECT_EQ(got[16], 16000);
+    EXPECT_EQ(got[32], 32000);
+  }
+  ASSERT_TRUE(CloseFeed(target_, "secret", "input", 5s).ok());
+  consumer.join();
+}
+
+TEST_P(FeedServiceTest, ConsumerFailureReachesTheFeedingTask) {
+  auto reader = std::make_unique<feed::FeedReader>(
+      std::move(feed::Ring::Create(Ring("input"), 1 << 16)).ValueOrDie(), nullptr);
+  auto session = std::move(FeedSession::Open(target_, "secret", "input", 0, false, 5s)).ValueOrDie();
+  ASSERT_TRUE(session->Push(Ints(0, 10)).ok());
+  reader->Fail("map_fun failed: ValueError: boom");
+  Status st;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 1000 && st.ok(); ++i) st = session->Push(Ints(0, 1000));
+  EXPECT_EQ(st.code(), StatusCode::kAborted);
+  EXPECT_NE(st.message().find("ValueError: boom"), std::string::npos) << st.ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+  // Once the TF process is gone, new sessions fail at once with the reason.
+  reader.reset();
+  server_->ConsumerExited("exited with code 1:\nValueError: boom");
+  auto again = FeedSession::Open(target_, "secret", "input", 1, false, 5s);
+  EXPECT_EQ(again.status().code(), StatusCode::kAborted);
+  EXPECT_NE(again.status().message().find("ValueError: boom"), std::string::npos);
+}
+
+TEST_P(FeedServiceTest, WrongTokenAndBadQueueAreRefused) {
+  EXPECT_EQ(FeedSession::Open(target_, "wrong", "input", 0, false, 2s).status().code(),
+            StatusCode::kUnauthenticated);
+  EXPECT_EQ(FeedSession::Open(target_, "secret", "../etc", 0, false, 2s).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, FeedServiceTest, ::testing::Values(true, false),
+                         [](const auto& info) { return info.param ? "Local" : "Tcp"; });
+
+}  // namespace
+}  // namespace sparktf::node
