@@ -101,3 +101,15 @@ def mwms_keras(args, ctx):
         result["accuracy"] = float((pred == y).mean())
     with open(os.path.join(args["out"], f"node-{ctx.executor_id}.json"), "w") as f:
         json.dump(result, f)
+
+
+def slow_reader(args, ctx):
+    """Writes its pid, then reads the feed slowly (a consumer to kill)."""
+    import time
+
+    with open(os.path.join(args["out"], f"pid-{ctx.executor_id}"), "w") as f:
+        f.write(str(os.getpid()))
+    feed = ctx.get_data_feed()
+    while not feed.should_stop():
+        feed.next_batch(10)
+        time.sleep(0.05)

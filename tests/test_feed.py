@@ -140,3 +140,20 @@ def test_rows_to_batch_from_python_values():
 def test_rows_to_batch_rejects_inconsistent_rows(rows, match):
     with pytest.raises(errors.InvalidArgument, match=match):
         _native.rows_to_batch(rows)
+
+
+def test_row_batcher_appends_in_pieces_like_one_call():
+    rows = [(float(i), [i, i + 1], f"s{i}".encode()) for i in range(1000)]
+    b = _native.RowBatcher(["x", "v", "s"])
+    for start in range(0, 1000, 256):
+        b.append(rows[start:start + 256])
+    assert b.rows == 1000 and b.nbytes > 1000 * (4 + 16)
+    assert b.take() == _native.rows_to_batch(rows, ["x", "v", "s"])
+    assert b.rows == 0
+    with pytest.raises(errors.InvalidArgument, match="no rows"):
+        b.take()
+    b.append(rows[:3])  # a new batch after take()
+    n, cols = _native.decode_batch(b.take())
+    assert n == 3 and cols["v"].tolist() == [[0, 1], [1, 2], [2, 3]]
+    with pytest.raises(errors.InvalidArgument, match="row 1 "):
+        b.append([(1.0, [1, 2], b"a"), (2.0,)])

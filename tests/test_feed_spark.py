@@ -179,3 +179,33 @@ def test_mwms_digits_from_dataframe_with_input_mapping(spark, tmp_path, digits_s
     steps = [r["steps"] for r in seen.values()]
     assert steps[0] == steps[1] >= 150  # 12000 rows, 2 workers, batches of 32
     assert min(r["accuracy"] for r in seen.values()) > 0.85  # held-out digits; chance is 0.1
+
+
+def test_consumer_killed_mid_feed_fails_fast_and_leaves_nothing(spark, tmp_path, clean_after):
+    import signal
+    import threading
+
+    sc = spark.sparkContext
+    cluster = TFCluster.run(sc, feed_funs.slow_reader, {"out": str(tmp_path)}, 2,
+                            input_mode=SPARK)
+
+    def kill_worker_0():
+        pid_file = tmp_path / "pid-0"
+        deadline = time.monotonic() + 60
+        while not pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1.0)  # let the feed fill its ring and block
+        os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_worker_0)
+    killer.start()
+    # 4 KiB rows, 320 MB in all: more than the 64 MiB ring holds, so feeding blocks
+    rdd = sc.parallelize(range(4), 4).flatMap(
+        lambda p: ((np.zeros(1024, np.float32),) for i in range(20000)))
+    t0 = time.monotonic()
+    with pytest.raises(errors.Aborted, match="signal 9|killed"):
+        cluster.train(rdd, feed_timeout=600)
+    killer.join()
+    assert time.monotonic() - t0 < 60  # not the 600 s feed timeout
+    with pytest.raises(errors.Aborted):
+        cluster.shutdown(timeout=60)

@@ -263,8 +263,9 @@ class TFCluster:
                       and (n["exit_code"] or n["signal"] or n["phase"] == "lost")]
             if failed or status["aborted"]:
                 n = failed[0] if failed else None
-                cause = (f"{n['job_name']}:{n['task_index']} failed:\n{n['traceback']}" if n
-                         else status["abort_reason"])
+                cause = status["abort_reason"] or (
+                    f"{n['job_name']}:{n['task_index']} {n['phase']} (exit code "
+                    f"{n['exit_code']}, signal {n['signal']})\n{n['traceback']}")
                 raise errors.Aborted(f"{what} failed because a node failed: {cause}") from e
             raise
 

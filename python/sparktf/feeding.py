@@ -9,12 +9,14 @@ its agent otherwise. Nothing here loops over values in Python.
 
 from __future__ import annotations
 
+import gc
 import itertools
 
 from sparktf import errors
 
 TARGET_BATCH_BYTES = 1 << 20  # batches of about 1 MiB
-FIRST_BATCH_ROWS = 256
+CHUNK_ROWS = 256  # Python rows handed to the native batcher at a time
+FIRST_BATCH_ROWS = 256  # Arrow: rows of the first batch, then sized by bytes
 MAX_BATCH_ROWS = 1 << 16
 
 
@@ -76,21 +78,36 @@ def _with_node(meta: dict, index: int, e: Exception) -> Exception:
 
 def _push_rows(session, rows) -> tuple[int, int]:
     """Pushes an iterator of rows; returns (rows pushed, rows skipped because
-    the consumer stopped reading)."""
+    the consumer stopped reading). Rows go into the native batcher CHUNK_ROWS
+    at a time, so few Python rows are alive at once, and leave as batches of
+    about TARGET_BATCH_BYTES."""
     from sparktf import _native
 
-    pushed = 0
-    n = FIRST_BATCH_ROWS
+    batcher = _native.RowBatcher()
+    pushed = pending = 0
     it = iter(rows)
-    while True:
-        chunk = list(itertools.islice(it, n))
-        if not chunk:
-            return pushed, 0
-        batch = _native.rows_to_batch(chunk, None)
-        if not session.push(batch):
-            return pushed, len(chunk) + sum(1 for _ in it)
-        pushed += len(chunk)
-        n = _next_rows(batch, len(chunk))
+    # The cyclic GC would scan the live rows again and again while Spark
+    # unpickles the next ones; rows hold no reference cycles.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        while True:
+            chunk = list(itertools.islice(it, CHUNK_ROWS))
+            ended = len(chunk) < CHUNK_ROWS
+            if chunk:
+                batcher.append(chunk)
+                pending += len(chunk)
+                del chunk
+            if pending and (ended or batcher.nbytes >= TARGET_BATCH_BYTES):
+                if not session.push(batcher.take()):
+                    return pushed, pending + sum(1 for _ in it)
+                pushed += pending
+                pending = 0
+            if ended:
+                return pushed, 0
+    finally:
+        if gc_was_enabled:
+            gc.enable()
 
 
 def feed_rdd_partition(meta: dict):

@@ -84,13 +84,12 @@ class DataFeed:
         self._done = False
 
     def next_batch(self, batch_size: int):
-        from sparktf import _native
-
-        raw = None if self._done else self._reader.next(int(batch_size), False, self._timeout)
-        if raw is None:
+        got = None if self._done else self._reader.next_columns(int(batch_size), False,
+                                                                 self._timeout)
+        if got is None:
             self._done = True
             return {} if self.input_mapping else []
-        _, columns = _native.decode_batch(raw)
+        _, columns = got
         if self.input_mapping:
             missing = [c for c in self.input_mapping if c not in columns]
             if missing:
@@ -242,8 +241,6 @@ class NodeContext:
         import numpy as np
         import tensorflow as tf
 
-        from sparktf import _native
-
         reader = self._feed(qname)
         batch_size = int(batch_size)
         schema = reader.peek_schema(timeout) if output_signature is None else None
@@ -274,11 +271,10 @@ class NodeContext:
 
         def batches():
             while True:
-                raw = reader.next(batch_size, True, timeout)
-                if raw is None:
+                got = reader.next_columns(batch_size, True, timeout)
+                if got is None:
                     return
-                _, columns = _native.decode_batch(raw)
-                yield shape_out(columns)
+                yield shape_out(got[1])
 
         ds = tf.data.Dataset.from_generator(batches, output_signature=output_signature)
         options = tf.data.Options()
@@ -307,9 +303,12 @@ def main(argv: list[str]) -> int:
     try:
         import pickle  # imports whichever cloudpickle module wrote the payload
 
-        with open(argv[0], "rb") as f:
-            map_fun, tf_args, options = pickle.load(f)
-        os.unlink(argv[0])
+        try:
+            with open(argv[0], "rb") as f:
+                payload = f.read()
+        finally:
+            os.unlink(argv[0])  # even if unreadable: nothing of the node stays on disk
+        map_fun, tf_args, options = pickle.loads(payload)
         ctx = NodeContext.from_env(defaultFS=options.get("defaultFS", "file://"))
         _open_feeds(ctx, options.get("queues") or ["input"])
         if options.get("release_port", True):

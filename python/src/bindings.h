@@ -7,6 +7,7 @@
 #include <chrono>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "sparktf/common/result.h"
 
@@ -40,6 +41,10 @@ T ValueOrThrow(Result<T> r) {
 inline std::chrono::milliseconds Ms(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
+
+// An encoded feed batch -> (rows, {name: numpy array, or list of bytes}); the
+// arrays view the batch, which they keep alive.
+nb::tuple BatchToColumns(std::string batch);
 
 void InitErrors(nb::module_& m);
 void InitRecords(nb::module_& m);

@@ -96,6 +96,8 @@ class ColumnBuilder {
     ++rows_;
   }
 
+  size_t nbytes() const { return data_.size() + offsets_.size() * 8; }
+
   ColumnView View() {
     ColumnView c;
     c.name = name_;
@@ -240,7 +242,22 @@ class ColumnBuilder {
       Fail(row, "has " + std::to_string(n) + " values but the first row had " +
                     std::to_string(inner_[0]));
     }
-    for (Py_ssize_t i = 0; i < n; ++i) PutNumber(PySequence_Fast_GET_ITEM(v, i), row);
+    PyObject** items = PySequence_Fast_ITEMS(v);
+    if (type_ == ColumnType::kFloat32) {  // the common case, without a call per value
+      const size_t at = data_.size();
+      data_.resize(at + static_cast<size_t>(n) * 4);
+      char* out = data_.data() + at;
+      Py_ssize_t i = 0;
+      for (; i < n && PyFloat_CheckExact(items[i]); ++i) {
+        const float f = static_cast<float>(PyFloat_AS_DOUBLE(items[i]));
+        std::memcpy(out + i * 4, &f, 4);
+      }
+      if (i == n) return;
+      data_.resize(at + static_cast<size_t>(i) * 4);  // ints or numpy scalars: the slow path
+      for (; i < n; ++i) PutNumber(items[i], row);
+      return;
+    }
+    for (Py_ssize_t i = 0; i < n; ++i) PutNumber(items[i], row);
   }
 
   void AppendArray(PyObject* v, size_t row) {
@@ -253,13 +270,16 @@ class ColumnBuilder {
       Py_buffer* b;
       ~Release() { PyBuffer_Release(b); }
     } release{&view};
-    std::vector<uint64_t> shape;
-    for (int d = 0; d < view.ndim; ++d) shape.push_back(static_cast<uint64_t>(view.shape[d]));
-    if (shape != inner_ ||
-        TypeOfFormat(view.format ? view.format : "B", static_cast<size_t>(view.itemsize),
-                     name_) != type_) {
-      Fail(row, "array shape or dtype differs from the first row's");
+    bool same = static_cast<size_t>(view.ndim) == inner_.size();
+    for (int d = 0; same && d < view.ndim; ++d) {
+      same = static_cast<uint64_t>(view.shape[d]) == inner_[static_cast<size_t>(d)];
     }
+    const char* format = view.format ? view.format : "B";
+    if (same && array_format_ != format) {
+      same = TypeOfFormat(format, static_cast<size_t>(view.itemsize), name_) == type_;
+      if (same) array_format_ = format;
+    }
+    if (!same) Fail(row, "array shape or dtype differs from the first row's");
     data_.append(static_cast<const char*>(view.buf), static_cast<size_t>(view.len));
   }
 
@@ -267,12 +287,140 @@ class ColumnBuilder {
   ColumnType type_ = ColumnType::kFloat32;
   ShapeKind shape_kind_ = kScalar;
   std::vector<uint64_t> inner_;
+  std::string array_format_;  // buffer format of the rows seen so far (arrays)
   uint64_t rows_ = 0;
   std::string data_;
   std::vector<uint64_t> offsets_{0};
   std::string payload_;
 };
 
+// Python rows -> one columnar batch, appended in pieces: a feeding task hands
+// over a few hundred rows at a time (so that few Python objects are alive at
+// once) and takes a batch when it is large enough.
+// rows: a list of tuples/lists/pyspark Rows (one column per element) or of
+// single values (one column). Element values: int, float (-> float32), bool,
+// str/bytes, a list of numbers (a vector column), or a numpy array (its
+// shape and dtype). names: column names (default: Row fields, else "0", "1", ...).
+class RowBatcher {
+ public:
+  explicit RowBatcher(std::optional<std::vector<std::string>> names) : names_(std::move(names)) {}
+
+  void Append(nb::handle rows) {
+    nb::object seq = nb::steal(PySequence_Fast(rows.ptr(), "rows must be a sequence"));
+    if (!seq.is_valid()) throw nb::python_error();
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq.ptr());
+    if (n == 0) return;
+    PyObject* first = PySequence_Fast_GET_ITEM(seq.ptr(), 0);
+    if (builders_.empty()) {
+      tuple_rows_ = PyTuple_Check(first) || PyList_Check(first);
+      width_ = tuple_rows_ ? PySequence_Fast_GET_SIZE(first) : 1;
+      std::vector<std::string> col_names;
+      if (names_) {
+        col_names = *names_;
+      } else if (tuple_rows_ && nb::hasattr(first, "__fields__")) {
+        col_names = nb::cast<std::vector<std::string>>(nb::handle(first).attr("__fields__"));
+      } else {
+        for (Py_ssize_t i = 0; i < width_; ++i) col_names.push_back(std::to_string(i));
+      }
+      if (static_cast<Py_ssize_t>(col_names.size()) != width_) {
+        throw StatusError(Status::InvalidArgument(
+            std::to_string(col_names.size()) + " names for rows of " + std::to_string(width_) +
+            " values"));
+      }
+      for (const auto& name : col_names) builders_.emplace_back(name);
+    }
+    for (Py_ssize_t i = 0; i < n; ++i, ++rows_) {
+      PyObject* row = PySequence_Fast_GET_ITEM(seq.ptr(), i);
+      const size_t r = static_cast<size_t>(rows_);
+      if (!tuple_rows_) {
+        builders_[0].Append(row, r);
+        continue;
+      }
+      if (!(PyTuple_Check(row) || PyList_Check(row)) || PySequence_Fast_GET_SIZE(row) != width_) {
+        throw StatusError(Status::InvalidArgument("row " + std::to_string(r) + " does not have " +
+                                                  std::to_string(width_) + " values like row 0"));
+      }
+      for (Py_ssize_t c = 0; c < width_; ++c) {
+        builders_[c].Append(PySequence_Fast_GET_ITEM(row, c), r);
+      }
+    }
+  }
+
+  // The rows appended so far as one encoded batch; starts a new batch.
+  std::string Take() {
+    if (rows_ == 0) throw StatusError(Status::InvalidArgument("no rows"));
+    std::vector<ColumnView> views;
+    for (auto& b : builders_) views.push_back(b.View());
+    std::string out;
+    ThrowIfError(EncodeBatch(views, static_cast<uint64_t>(rows_), &out));
+    builders_.clear();
+    rows_ = 0;
+    return out;
+  }
+
+  uint64_t rows() const { return static_cast<uint64_t>(rows_); }
+  size_t nbytes() const {
+    size_t n = 0;
+    for (const auto& b : builders_) n += b.nbytes();
+    return n;
+  }
+
+ private:
+  std::optional<std::vector<std::string>> names_;
+  std::vector<ColumnBuilder> builders_;
+  bool tuple_rows_ = false;
+  Py_ssize_t width_ = 0;
+  Py_ssize_t rows_ = 0;
+};
+
+// A numpy dtype for a fixed-width column type.
+nb::dlpack::dtype DlpackType(ColumnType t) {
+  switch (t) {
+    case ColumnType::kFloat32: return nb::dtype<float>();
+    case ColumnType::kFloat64: return nb::dtype<double>();
+    case ColumnType::kInt32: return nb::dtype<int32_t>();
+    case ColumnType::kInt64: return nb::dtype<int64_t>();
+    case ColumnType::kUInt8: return nb::dtype<uint8_t>();
+    case ColumnType::kBool: return nb::dtype<bool>();
+    case ColumnType::kBytes: break;
+  }
+  throw StatusError(Status::Internal("no numpy dtype for bytes"));
+}
+
+}  // namespace
+
+nb::tuple BatchToColumns(std::string batch) {
+  auto* owned = new std::string(std::move(batch));
+  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::string*>(p); });
+  uint64_t rows = 0;
+  std::vector<ColumnView> cols;
+  ThrowIfError(DecodeBatch(*owned, &rows, &cols));
+  nb::dict out;
+  for (const auto& c : cols) {
+    if (c.type == ColumnType::kBytes) {
+      const uint64_t n = NumValues(c.dims);
+      const char* offsets = c.data.data();
+      const char* values = c.data.data() + (n + 1) * 8;
+      nb::list items;
+      for (uint64_t i = 0; i < n; ++i) {
+        uint64_t a, b;
+        std::memcpy(&a, offsets + i * 8, 8);
+        std::memcpy(&b, offsets + (i + 1) * 8, 8);
+        items.append(nb::bytes(values + a, static_cast<size_t>(b - a)));
+      }
+      out[c.name.c_str()] = items;
+      continue;
+    }
+    std::vector<size_t> shape(c.dims.begin(), c.dims.end());
+    // Payloads are 8-byte aligned in the batch, so every view is aligned.
+    nb::ndarray<nb::numpy> array(const_cast<char*>(c.data.data()), shape.size(), shape.data(),
+                                 owner, nullptr, DlpackType(c.type));
+    out[c.name.c_str()] = array.cast();
+  }
+  return nb::make_tuple(rows, out);
+}
+
+namespace {
 }  // namespace
 
 void InitFeed(nb::module_& m) {
@@ -362,79 +510,27 @@ void InitFeed(nb::module_& m) {
   // single values (one column). Element values: int, float (-> float32), bool,
   // str/bytes, a list of numbers (a vector column), or a numpy array (its
   // shape and dtype). names: column names (default: Row fields, else "0", "1", ...).
+  nb::class_<RowBatcher>(m, "RowBatcher")
+      .def(nb::init<std::optional<std::vector<std::string>>>(), nb::arg("names") = nb::none())
+      .def("append", &RowBatcher::Append, nb::arg("rows"))
+      .def("take", [](RowBatcher& b) {
+        std::string out = b.Take();
+        return nb::bytes(out.data(), out.size());
+      })
+      .def_prop_ro("rows", &RowBatcher::rows)
+      .def_prop_ro("nbytes", &RowBatcher::nbytes);
+
   m.def("rows_to_batch", [](nb::handle rows, std::optional<std::vector<std::string>> names) {
-    nb::object seq = nb::steal(PySequence_Fast(rows.ptr(), "rows must be a sequence"));
-    if (!seq.is_valid()) throw nb::python_error();
-    const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq.ptr());
-    if (n == 0) throw StatusError(Status::InvalidArgument("no rows"));
-    PyObject* first = PySequence_Fast_GET_ITEM(seq.ptr(), 0);
-    const bool tuple_rows = PyTuple_Check(first) || PyList_Check(first);
-    const Py_ssize_t width = tuple_rows ? PySequence_Fast_GET_SIZE(first) : 1;
-    std::vector<std::string> col_names;
-    if (names) {
-      col_names = *names;
-    } else if (tuple_rows && nb::hasattr(first, "__fields__")) {
-      col_names = nb::cast<std::vector<std::string>>(nb::handle(first).attr("__fields__"));
-    } else {
-      for (Py_ssize_t i = 0; i < width; ++i) col_names.push_back(std::to_string(i));
-    }
-    if (static_cast<Py_ssize_t>(col_names.size()) != width) {
-      throw StatusError(Status::InvalidArgument(
-          std::to_string(col_names.size()) + " names for rows of " + std::to_string(width) +
-          " values"));
-    }
-    std::vector<ColumnBuilder> builders;
-    for (const auto& name : col_names) builders.emplace_back(name);
-    for (Py_ssize_t r = 0; r < n; ++r) {
-      PyObject* row = PySequence_Fast_GET_ITEM(seq.ptr(), r);
-      if (!tuple_rows) {
-        builders[0].Append(row, static_cast<size_t>(r));
-        continue;
-      }
-      if (!(PyTuple_Check(row) || PyList_Check(row)) || PySequence_Fast_GET_SIZE(row) != width) {
-        throw StatusError(Status::InvalidArgument("row " + std::to_string(r) + " does not have " +
-                                                  std::to_string(width) + " values like row 0"));
-      }
-      for (Py_ssize_t c = 0; c < width; ++c) {
-        builders[c].Append(PySequence_Fast_GET_ITEM(row, c), static_cast<size_t>(r));
-      }
-    }
-    std::vector<ColumnView> views;
-    for (auto& b : builders) views.push_back(b.View());
-    std::string out;
-    ThrowIfError(EncodeBatch(views, static_cast<uint64_t>(n), &out));
+    RowBatcher b(std::move(names));
+    b.Append(rows);
+    std::string out = b.Take();
     return nb::bytes(out.data(), out.size());
   }, nb::arg("rows"), nb::arg("names") = nb::none());
 
-  // Returns (rows, dict name -> numpy array (a copy) or list of bytes).
+  // Returns (rows, dict name -> numpy array or list of bytes); the arrays
+  // share one copy of the batch.
   m.def("decode_batch", [](nb::bytes data) {
-    uint64_t rows = 0;
-    std::vector<ColumnView> cols;
-    ThrowIfError(DecodeBatch({data.c_str(), data.size()}, &rows, &cols));
-    nb::module_ np = nb::module_::import_("numpy");
-    nb::dict out;
-    for (const auto& c : cols) {
-      if (c.type == ColumnType::kBytes) {
-        const uint64_t n = NumValues(c.dims);
-        const char* offsets = c.data.data();
-        const char* values = c.data.data() + (n + 1) * 8;
-        nb::list items;
-        for (uint64_t i = 0; i < n; ++i) {
-          uint64_t a, b;
-          std::memcpy(&a, offsets + i * 8, 8);
-          std::memcpy(&b, offsets + (i + 1) * 8, 8);
-          items.append(nb::bytes(values + a, static_cast<size_t>(b - a)));
-        }
-        out[c.name.c_str()] = items;
-        continue;
-      }
-      nb::object flat = np.attr("frombuffer")(nb::bytes(c.data.data(), c.data.size()),
-                                              NumpyDtype(c.type).c_str());
-      nb::list shape;
-      for (uint64_t d : c.dims) shape.append(d);
-      out[c.name.c_str()] = flat.attr("reshape")(nb::tuple(shape));
-    }
-    return nb::make_tuple(rows, out);
+    return BatchToColumns(std::string(data.c_str(), data.size()));
   }, nb::arg("data"));
 }
 

@@ -42,6 +42,17 @@ class PyFeedReader {
     if (!batch) return nb::none();
     return ToBytes(*batch);
   }
+  // The same, decoded: (rows, {name: numpy array}) or None.
+  nb::object NextColumns(uint64_t n, bool exact, double timeout) {
+    Result<std::optional<std::string>> got = Status::Internal("unset");
+    {
+      nb::gil_scoped_release release;
+      got = Live()->Next(n, exact, Ms(timeout));
+    }
+    auto batch = ValueOrThrow(std::move(got));
+    if (!batch) return nb::none();
+    return BatchToColumns(std::move(*batch));
+  }
   void PushResults(nb::bytes batch, double timeout) {
     std::string_view b(batch.c_str(), batch.size());
     Status st;
@@ -156,6 +167,8 @@ void InitFeedService(nb::module_& m) {
            nb::arg("ring_name"), nb::arg("capacity"), nb::arg("coordinator") = "",
            nb::arg("token") = "", nb::arg("executor_id") = 0, nb::arg("queue") = "input")
       .def("next", &PyFeedReader::Next, nb::arg("n"), nb::arg("exact"), nb::arg("timeout"))
+      .def("next_columns", &PyFeedReader::NextColumns, nb::arg("n"), nb::arg("exact"),
+           nb::arg("timeout"))
       .def("push_results", &PyFeedReader::PushResults, nb::arg("batch"), nb::arg("timeout"))
       .def("peek_schema", &PyFeedReader::PeekSchema, nb::arg("timeout"))
       .def("terminate", &PyFeedReader::Terminate)

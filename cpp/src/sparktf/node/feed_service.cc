@@ -81,12 +81,12 @@ FeedServer::~FeedServer() {
   cv_.notify_all();
   (void)!::write(wake_write_.get(), "x", 1);
   if (acceptor_.joinable()) acceptor_.join();
-  std::vector<std::thread> threads;
+  std::vector<Worker> workers;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    threads.swap(threads_);
+    workers.swap(workers_);
   }
-  for (auto& t : threads) t.join();
+  for (auto& w : workers) w.thread.join();
 }
 
 void FeedServer::ConsumerExited(const std::string& why) {
@@ -117,10 +117,21 @@ void FeedServer::AcceptLoop() {
       if (!fd.valid()) continue;
       std::lock_guard<std::mutex> lock(mu_);
       if (stopping_) return;
+      for (auto it = workers_.begin(); it != workers_.end();) {
+        if (it->done->load()) {
+          it->thread.join();
+          it = workers_.erase(it);
+        } else {
+          ++it;
+        }
+      }
       open_fds_.push_back(fd.get());
-      threads_.emplace_back([this, f = std::move(fd), local = i == 1]() mutable {
-        Serve(std::move(f), local);
-      });
+      auto done = std::make_shared<std::atomic<bool>>(false);
+      workers_.push_back({std::thread([this, done, f = std::move(fd), local = i == 1]() mutable {
+                            Serve(std::move(f), local);
+                            done->store(true);
+                          }),
+                          done});
     }
   }
 }

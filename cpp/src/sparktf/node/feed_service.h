@@ -10,6 +10,7 @@
 // Protocol: docs/protocol.md.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -70,7 +71,11 @@ class FeedServer {
   bool inference_busy_ = false;
   uint64_t sessions_ = 0;
   std::vector<int> open_fds_;
-  std::vector<std::thread> threads_;
+  struct Worker {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::vector<Worker> workers_;  // finished ones are joined as new ones start
 };
 
 struct FeedTarget {

@@ -1,0 +1,199 @@
+"""Feeding Spark partitions into TensorFlow processes (InputMode.SPARK).
+
+Records per second into the TF process for sparktf and TensorFlowOnSpark
+2.2.5 (its own venv, .venv-tfos: see bench/setup_tfos_venv.sh), next to the
+rate at which Spark alone iterates the same partitions. Same Spark (pyspark
+4.3.0, local-cluster[2,1,2048]), same cached RDD of (list of N floats, label)
+rows: TFoS's own MNIST examples feed rows of this shape. Each framework runs
+in a fresh driver process per round, rounds interleaved.
+
+The consumer in the TF process takes batches of 1000 rows and counts them:
+sparktf with DataFeed.next_batch and input_mapping (numpy columns), TFoS with
+its DataFeed.next_batch (a list of rows). Time: from the start of
+cluster.train() until every row has reached a consumer. Peak memory of a
+node: VmHWM of its TF process plus its helper process (sparktf: the node
+agent; TFoS: the multiprocessing manager that holds its queues).
+
+Usage: .venv/bin/python bench/feed_bench.py [--rounds 3]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHAPES = {"10 floats": (10, 600_000), "784 floats": (784, 60_000)}
+PARTITIONS = 8
+BATCH = 1000
+
+
+def make_rdd(sc, width, rows):
+    per = rows // PARTITIONS
+
+    def gen(p):
+        import random
+
+        r = random.Random(p)
+        return [([r.random() for _ in range(width)], p) for _ in range(per)]
+
+    rdd = sc.parallelize(range(PARTITIONS), PARTITIONS).flatMap(gen).cache()
+    assert rdd.count() == per * PARTITIONS
+    return rdd, per * PARTITIONS
+
+
+def vm_hwm_kb(pid):
+    try:
+        for line in open(f"/proc/{pid}/status"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def report(out_dir, executor_id, rows, last, helpers):
+    peak = vm_hwm_kb(os.getpid()) + sum(vm_hwm_kb(p) for p in helpers)
+    with open(os.path.join(out_dir, str(executor_id)), "w") as f:
+        json.dump({"rows": rows, "end": last, "peak_kb": peak}, f)
+
+
+def sparktf_consumer(args, ctx):
+    feed = ctx.get_data_feed(input_mapping={"0": "x", "1": "y"})
+    rows, last = 0, 0.0
+    while not feed.should_stop():
+        b = feed.next_batch(BATCH)
+        if b:
+            rows += len(b["y"])
+            last = time.time()
+            if rows >= args["expect"]:
+                break
+    report(args["out"], ctx.executor_id, rows, last, [os.getppid()])
+
+
+def tfos_consumer(args, ctx):
+    from tensorflowonspark import TFNode
+
+    feed = TFNode.DataFeed(ctx.mgr, train_mode=True)
+    rows, last = 0, 0.0
+    while not feed.should_stop():
+        b = feed.next_batch(BATCH)
+        if b:
+            rows += len(b)
+            last = time.time()
+        if rows >= args["expect"]:
+            break
+    siblings = []
+    for d in os.listdir("/proc"):
+        if d.isdigit() and int(d) != os.getpid():
+            try:
+                if open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[1] == \
+                        str(os.getppid()):
+                    siblings.append(int(d))
+            except OSError:
+                pass
+    report(args["out"], ctx.executor_id, rows, last, siblings)
+
+
+def worker(framework, width, rows_wanted):
+    from pyspark.sql import SparkSession
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    spark = (SparkSession.builder.master("local-cluster[2,1,2048]")
+             .config("spark.ui.enabled", "false").config("spark.driver.memory", "2g")
+             .getOrCreate())
+    sc = spark.sparkContext
+    sc.setLogLevel("ERROR")
+    rdd, n = make_rdd(sc, width, rows_wanted)
+    out = tempfile.mkdtemp()
+    if framework == "spark":
+        t0 = time.time()
+        rdd.foreachPartition(lambda it: sum(1 for _ in it))
+        result = {"seconds": time.time() - t0, "rows": n, "peak_kb": 0}
+    else:
+        # A warm-up feed of 2 rows per node first, so the timed feed starts
+        # with running consumers (their start is measured by startup_bench).
+        warm = sc.parallelize([([0.0] * width, 0)] * 4, 2)
+        per_node = n // 2 + 2  # partition i -> node i mod 2 (sparktf); TFoS feeds where it runs
+        if framework == "sparktf":
+            from sparktf import TFCluster
+            cluster = TFCluster.run(sc, sparktf_consumer, {"out": out, "expect": per_node}, 2,
+                                    input_mode=TFCluster.InputMode.SPARK)
+        else:
+            from tensorflowonspark import TFCluster
+            cluster = TFCluster.run(sc, tfos_consumer, {"out": out, "expect": n + 4}, 2,
+                                    num_ps=0, input_mode=TFCluster.InputMode.SPARK)
+        cluster.train(warm, num_epochs=1)
+        t0 = time.time()
+        cluster.train(rdd, num_epochs=1)
+        t_train = time.time() - t0
+        cluster.shutdown()
+        got = [json.load(open(os.path.join(out, f))) for f in os.listdir(out)]
+        assert sum(g["rows"] for g in got) == n + 4, got
+        result = {"seconds": max(g["end"] for g in got) - t0, "rows": n,
+                  "peak_kb": max(g["peak_kb"] for g in got), "train_call": t_train}
+    spark.stop()
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+def run_worker(python, framework, width, rows):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    p = subprocess.run([python, os.path.abspath(__file__), "--worker", framework,
+                        "--width", str(width), "--rows", str(rows)], capture_output=True,
+                       text=True, env=env, cwd=tempfile.gettempdir(), timeout=1800)
+    for line in p.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+    raise RuntimeError(f"{framework} failed:\n{p.stdout[-2000:]}\n{p.stderr[-3000:]}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--tfos-python", default=os.path.join(ROOT, ".venv-tfos", "bin", "python"))
+    ap.add_argument("--only", choices=list(SHAPES), default=None)
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--width", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--rows", type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        worker(args.worker, args.width, args.rows)
+        return
+    pythons = {"spark": sys.executable, "sparktf": sys.executable, "tfos": args.tfos_python}
+    names = {"spark": "Spark alone iterating the partitions", "sparktf": "sparktf",
+             "tfos": "TensorFlowOnSpark 2.2.5"}
+    tables = []
+    for shape, (width, rows) in SHAPES.items():
+        if args.only and shape != args.only:
+            continue
+        rates = {k: [] for k in pythons}
+        peaks = {k: [] for k in pythons}
+        for r in range(args.rounds):
+            for fw, py in pythons.items():
+                res = run_worker(py, fw, width, rows)
+                rates[fw].append(res["rows"] / res["seconds"])
+                peaks[fw].append(res["peak_kb"] / 1024)
+            print(f"{shape} round {r + 1}: " + ", ".join(
+                f"{k} {statistics.median(v):,.0f} rows/s" for k, v in rates.items()), flush=True)
+        med = {k: statistics.median(v) for k, v in rates.items()}
+        lines = [f"\n{shape} per row, {rows:,} rows in {PARTITIONS} partitions, 2 nodes; "
+                 f"medians of {args.rounds} runs",
+                 "| | rows/s (median) | min | max | peak node memory |", "|---|---|---|---|---|"]
+        for k in ("spark", "sparktf", "tfos"):
+            mem = "" if k == "spark" else f"{statistics.median(peaks[k]):,.0f} MiB"
+            lines.append(f"| {names[k]} | {med[k]:,.0f} | {min(rates[k]):,.0f} | "
+                         f"{max(rates[k]):,.0f} | {mem} |")
+        lines.append(f"\nsparktf / TFoS: **{med['sparktf'] / med['tfos']:.1f}x** (target 20x); "
+                     f"sparktf / Spark alone: **{med['sparktf'] / med['spark']:.2f}** "
+                     f"(target 0.8)")
+        tables.append("\n".join(lines))
+        print(tables[-1], flush=True)
+    print("\n".join(tables))
+
+
+if __name__ == "__main__":
+    main()
