@@ -27,18 +27,26 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHAPES = {"10 floats": (10, 600_000), "784 floats": (784, 60_000)}
+# name: (values per row, rows, how a row holds them)
+SHAPES = {"10 floats (list)": (10, 600_000, "list"),
+          "784 floats (list)": (784, 60_000, "list"),
+          "784 float32 (numpy array)": (784, 150_000, "numpy")}
 PARTITIONS = 8
 BATCH = 1000
 
 
-def make_rdd(sc, width, rows):
+def make_rdd(sc, width, rows, kind):
     per = rows // PARTITIONS
 
     def gen(p):
         import random
 
+        import numpy as np
+
         r = random.Random(p)
+        if kind == "numpy":
+            g = np.random.default_rng(p)
+            return [(g.random(width, dtype=np.float32), p) for _ in range(per)]
         return [([r.random() for _ in range(width)], p) for _ in range(per)]
 
     rdd = sc.parallelize(range(PARTITIONS), PARTITIONS).flatMap(gen).cache()
@@ -99,7 +107,7 @@ def tfos_consumer(args, ctx):
     report(args["out"], ctx.executor_id, rows, last, siblings)
 
 
-def worker(framework, width, rows_wanted):
+def worker(framework, width, rows_wanted, kind):
     from pyspark.sql import SparkSession
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -108,7 +116,7 @@ def worker(framework, width, rows_wanted):
              .getOrCreate())
     sc = spark.sparkContext
     sc.setLogLevel("ERROR")
-    rdd, n = make_rdd(sc, width, rows_wanted)
+    rdd, n = make_rdd(sc, width, rows_wanted, kind)
     out = tempfile.mkdtemp()
     if framework == "spark":
         t0 = time.time()
@@ -117,7 +125,7 @@ def worker(framework, width, rows_wanted):
     else:
         # A warm-up feed of 2 rows per node first, so the timed feed starts
         # with running consumers (their start is measured by startup_bench).
-        warm = sc.parallelize([([0.0] * width, 0)] * 4, 2)
+        warm = sc.parallelize([rdd.first()] * 4, 2)
         per_node = n // 2 + 2  # partition i -> node i mod 2 (sparktf); TFoS feeds where it runs
         if framework == "sparktf":
             from sparktf import TFCluster
@@ -140,10 +148,11 @@ def worker(framework, width, rows_wanted):
     print("RESULT " + json.dumps(result), flush=True)
 
 
-def run_worker(python, framework, width, rows):
+def run_worker(python, framework, width, rows, kind):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     p = subprocess.run([python, os.path.abspath(__file__), "--worker", framework,
-                        "--width", str(width), "--rows", str(rows)], capture_output=True,
+                        "--width", str(width), "--rows", str(rows), "--kind", kind],
+                       capture_output=True,
                        text=True, env=env, cwd=tempfile.gettempdir(), timeout=1800)
     for line in p.stdout.splitlines():
         if line.startswith("RESULT "):
@@ -159,28 +168,30 @@ def main():
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--width", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--rows", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--kind", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        worker(args.worker, args.width, args.rows)
+        worker(args.worker, args.width, args.rows, args.kind)
         return
     pythons = {"spark": sys.executable, "sparktf": sys.executable, "tfos": args.tfos_python}
     names = {"spark": "Spark alone iterating the partitions", "sparktf": "sparktf",
              "tfos": "TensorFlowOnSpark 2.2.5"}
     tables = []
-    for shape, (width, rows) in SHAPES.items():
+    for shape, (width, rows, kind) in SHAPES.items():
         if args.only and shape != args.only:
             continue
         rates = {k: [] for k in pythons}
         peaks = {k: [] for k in pythons}
         for r in range(args.rounds):
             for fw, py in pythons.items():
-                res = run_worker(py, fw, width, rows)
+                res = run_worker(py, fw, width, rows, kind)
                 rates[fw].append(res["rows"] / res["seconds"])
                 peaks[fw].append(res["peak_kb"] / 1024)
             print(f"{shape} round {r + 1}: " + ", ".join(
                 f"{k} {statistics.median(v):,.0f} rows/s" for k, v in rates.items()), flush=True)
         med = {k: statistics.median(v) for k, v in rates.items()}
-        lines = [f"\n{shape} per row, {rows:,} rows in {PARTITIONS} partitions, 2 nodes; "
+        lines = [f"\n{shape} and a label per row, {rows:,} rows in {PARTITIONS} partitions, "
+                 f"2 nodes; "
                  f"medians of {args.rounds} runs",
                  "| | rows/s (median) | min | max | peak node memory |", "|---|---|---|---|---|"]
         for k in ("spark", "sparktf", "tfos"):
