@@ -91,6 +91,7 @@ class PyFeedReader {
     d["dropped"] = p.dropped;
     d["closed"] = p.closed;
     d["finished"] = p.finished;
+    d["producers_lost"] = p.producers_lost;
     return d;
   }
 

@@ -1,5 +1,6 @@
 #include "sparktf/feed/consumer.h"
 
+#include <iostream>
 #include <thread>
 
 namespace sparktf::feed {
@@ -34,23 +35,40 @@ Result<bool> FeedReader::PopOne(milliseconds wait) {
     progress_.closed = true;
     return false;
   }
+  if (st.code() == StatusCode::kAborted && st.message().find(kProducerDied) != std::string::npos) {
+    ++progress_.producers_lost;
+    std::cerr << "sparktf: " << st.message() << "; Spark retries its partition\n";
+    if (results_) Abandon("its feeding task died");
+    return true;
+  }
   RETURN_NOT_OK(st);
   if (IsMarker(message)) {
     ASSIGN_OR_RETURN(Marker m, DecodeMarker(message));
+    const bool current = partition_ == m.partition && (results_ || partition_abandoned_);
     if (m.kind == Marker::kBegin) {
-      if (results_) return Status::Internal("partition " + std::to_string(m.partition) +
-                                            " began inside partition " + std::to_string(partition_));
-      ASSIGN_OR_RETURN(results_, Ring::Attach(m.result_ring));
+      // Inference partitions are served one at a time: a new one means the
+      // producer of the open one is gone.
+      if (results_) Abandon("partition " + std::to_string(m.partition) + " began");
+      if (partition_abandoned_) progress_.dropped += rows_.Clear();
       partition_ = m.partition;
       partition_ended_ = false;
+      partition_abandoned_ = false;
       partition_out_ = partition_answered_ = 0;
-    } else {
-      if (!results_ || m.partition != partition_) {
-        return Status::Internal("end marker of partition " + std::to_string(m.partition) +
-                                " without its begin");
+      auto results = Ring::Attach(m.result_ring);
+      if (results.ok()) {
+        results_ = std::move(*results);
+      } else {  // its feeding task is already gone
+        Abandon(results.status().message());
       }
+    } else if (m.kind == Marker::kAbort) {
+      if (current && results_) Abandon("its feeding task gave up");
+      if (current) progress_.dropped += rows_.Clear();
+    } else if (current && results_) {
       partition_ended_ = true;
       partition_rows_ = m.rows;
+    } else if (!current) {
+      return Status::Internal("end marker of partition " + std::to_string(m.partition) +
+                              " without its begin");
     }
     return true;
   }
@@ -58,6 +76,14 @@ Result<bool> FeedReader::PopOne(milliseconds wait) {
   RETURN_NOT_OK(rows_.Add(std::move(message)));
   progress_.delivered += rows;
   return true;
+}
+
+void FeedReader::Abandon(const std::string& why) {
+  std::cerr << "sparktf: inference partition " << partition_ << " abandoned: " << why << "\n";
+  progress_.dropped += rows_.Clear();
+  results_.reset();
+  partition_ended_ = false;
+  partition_abandoned_ = true;
 }
 
 Status FeedReader::FinishPartition() {
@@ -148,6 +174,7 @@ Result<std::optional<std::string>> FeedReader::Next(uint64_t n, bool exact, mill
 
 Status FeedReader::PushResults(std::string_view batch, milliseconds timeout) {
   ASSIGN_OR_RETURN(uint64_t rows, BatchRows(batch));
+  if (!results_ && partition_abandoned_) return Status::OK();  // nobody waits for them
   if (!results_) {
     return Status::InvalidArgument("batch_results() outside an inference feed (no partition is open)");
   }

@@ -8,6 +8,10 @@
 // on every worker at the same step, and the rows left over are dropped and
 // counted. While it waits, the reader keeps draining its ring so that feeding
 // tasks always finish (they may hold every Spark task slot).
+//
+// A feeding task that dies mid-partition is not fatal: Spark retries it. Its
+// rows already delivered stay (training may see them twice); an inference
+// partition it left open is abandoned, and results for it are dropped.
 #pragma once
 
 #include <chrono>
@@ -28,6 +32,7 @@ struct FeedProgress {
   uint64_t consumed = 0;   // rows handed out
   uint64_t dropped = 0;    // rows dropped at the end to stay in step
   bool finished = false;   // this reader will hand out nothing more
+  uint64_t producers_lost = 0;  // feeding tasks that died mid-partition
 };
 
 struct Watermark {
@@ -69,6 +74,8 @@ class FeedReader {
   // Pops one message (waiting at most `wait`); false if none came.
   Result<bool> PopOne(std::chrono::milliseconds wait);
   Status FinishPartition();
+  // Drops the open inference partition (its producer is gone).
+  void Abandon(const std::string& why);
   Status Report();
 
   std::unique_ptr<Ring> input_;
@@ -83,6 +90,7 @@ class FeedReader {
   uint64_t partition_rows_ = 0;   // from the end marker
   uint64_t partition_out_ = 0;    // rows handed out
   uint64_t partition_answered_ = 0;
+  bool partition_abandoned_ = false;  // its producer died; results are dropped
 };
 
 }  // namespace sparktf::feed

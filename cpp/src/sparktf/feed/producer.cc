@@ -30,6 +30,13 @@ Result<std::unique_ptr<PartitionFeed>> PartitionFeed::Open(const std::string& in
   return feed;
 }
 
+PartitionFeed::~PartitionFeed() {
+  if (results_ && !finished_) {
+    Marker abort{Marker::kAbort, partition_, "", 0};
+    (void)input_->Push(EncodeMarker(abort), std::chrono::milliseconds{1000});
+  }
+}
+
 Status PartitionFeed::PushMessage(std::string_view message, milliseconds timeout) {
   if (!results_) return ClassifyConsumerStop(input_->Push(message, timeout));
   auto deadline = Clock::now() + timeout;
@@ -95,6 +102,7 @@ Status PartitionFeed::Finish(milliseconds timeout) {
     }
   }
   input_->Detach();
+  finished_ = true;
   return Status::OK();
 }
 

@@ -18,6 +18,10 @@ class PartitionFeed {
  public:
   // Attaches to `input_ring`. With a non-empty `result_ring` (inference),
   // creates that ring and announces it with a begin marker.
+  // An inference partition that was not finished is abandoned: the consumer
+  // is told (an abort marker) and drops its results.
+  ~PartitionFeed();
+
   static Result<std::unique_ptr<PartitionFeed>> Open(const std::string& input_ring,
                                                      int64_t partition,
                                                      const std::string& result_ring,
@@ -48,6 +52,7 @@ class PartitionFeed {
   int64_t partition_;
   uint64_t rows_pushed_ = 0;
   uint64_t result_rows_ = 0;
+  bool finished_ = false;
   std::vector<std::string> pending_results_;
 };
 

@@ -268,8 +268,8 @@ Status Ring::Pop(std::string* out, std::chrono::milliseconds timeout) {
         const int dead = pid;
         pid = 0;
         Unlock();
-        return Status::Aborted("ring " + name_ + ": producer pid " + std::to_string(dead) +
-                               " died while feeding; its data is incomplete");
+        return Status::Aborted("ring " + name_ + ": producer pid " + std::to_string(dead) + " " +
+                               std::string(kProducerDied) + "; its data is incomplete");
       }
     }
     if (Clock::now() >= deadline) {

@@ -24,6 +24,8 @@ namespace sparktf::feed {
 constexpr size_t kDefaultRingCapacity = 64 << 20;
 constexpr size_t kMaxRingProducers = 64;
 constexpr std::chrono::milliseconds kLivenessInterval{100};
+// In the Aborted message of Pop when a registered producer died.
+constexpr std::string_view kProducerDied = "died while feeding";
 
 struct RingStats {
   uint64_t messages_pushed = 0;

@@ -34,7 +34,8 @@ uint64_t Offset(const ColumnView& c, uint64_t i) {
 }  // namespace
 
 std::string EncodeMarker(const Marker& m) {
-  json j = {{"kind", m.kind == Marker::kBegin ? "begin" : "end"}, {"partition", m.partition}};
+  const char* kind = m.kind == Marker::kBegin ? "begin" : m.kind == Marker::kEnd ? "end" : "abort";
+  json j = {{"kind", kind}, {"partition", m.partition}};
   if (m.kind == Marker::kBegin) j["result_ring"] = m.result_ring;
   if (m.kind == Marker::kEnd) j["rows"] = m.rows;
   std::string out(4, '\0');
@@ -65,6 +66,8 @@ Result<Marker> DecodeMarker(std::string_view message) {
   } else if (kind == "end" && j.contains("rows") && j["rows"].is_number_unsigned()) {
     m.kind = Marker::kEnd;
     m.rows = j["rows"].get<uint64_t>();
+  } else if (kind == "abort") {
+    m.kind = Marker::kAbort;
   } else {
     return Status::InvalidArgument("malformed feed marker");
   }

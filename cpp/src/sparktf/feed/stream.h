@@ -20,7 +20,7 @@ namespace sparktf::feed {
 constexpr uint32_t kMarkerMagic = 0x4d465453;  // bytes "STFM"
 
 struct Marker {
-  enum Kind { kBegin, kEnd };
+  enum Kind { kBegin, kEnd, kAbort };  // kAbort: the producer gave up on the partition
   Kind kind = kBegin;
   int64_t partition = 0;
   std::string result_ring;  // kBegin: where this partition's results go

@@ -189,6 +189,30 @@ TEST(FeedReaderTest, MissingResultsAreAnErrorAtThePartitionEnd) {
   finisher.join();
 }
 
+TEST(FeedReaderTest, AbandonedInferencePartitionIsDroppedAndTheNextOneWorks) {
+  const std::string name = UniqueName("abandon");
+  FeedReader reader(std::move(Ring::Create(name, 1 << 16)).ValueOrDie(), nullptr);
+  {
+    auto gone = std::move(PartitionFeed::Open(name, 0, UniqueName("res"), 5s)).ValueOrDie();
+    ASSERT_TRUE(gone->Push(MakeBatch(0, 4), 5s).ok());
+  }  // destroyed unfinished: an abort marker follows its rows
+  std::thread consumer([&] {
+    auto b = reader.Next(2, false, 5s);  // two rows of partition 0, then it is abandoned
+    ASSERT_TRUE(b.ok() && *b);
+    b = reader.Next(10, false, 5s);  // skips the rest of partition 0: partition 1's rows
+    ASSERT_TRUE(b.ok() && *b) << b.status().ToString();
+    auto ids = RowIds(**b);
+    EXPECT_EQ(ids, (std::vector<int>{100, 101, 102}));
+    ASSERT_TRUE(reader.PushResults(MakeBatch(7, 3), 5s).ok());
+  });
+  auto next = std::move(PartitionFeed::Open(name, 1, UniqueName("res"), 5s)).ValueOrDie();
+  ASSERT_TRUE(next->Push(MakeBatch(100, 3), 5s).ok());
+  ASSERT_TRUE(next->Finish(5s).ok());
+  consumer.join();
+  EXPECT_EQ(next->result_rows(), 3u);
+  EXPECT_EQ(reader.progress().dropped, 2u);
+}
+
 TEST(FeedReaderTest, LockstepStopsEveryWorkerAtTheSameStep) {
   // Two readers in one process, with an in-memory coordinator.
   std::mutex mu;
