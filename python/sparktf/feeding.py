@@ -99,7 +99,7 @@ def _push_rows(session, rows) -> tuple[int, int]:
                 pending += len(chunk)
                 del chunk
             if pending and (ended or batcher.nbytes >= TARGET_BATCH_BYTES):
-                if not session.push(batcher.take()):
+                if not session.push_rows(batcher):
                     return pushed, pending + sum(1 for _ in it)
                 pushed += pending
                 pending = 0

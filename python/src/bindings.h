@@ -45,6 +45,9 @@ inline std::chrono::milliseconds Ms(double seconds) {
 // An encoded feed batch -> (rows, {name: numpy array, or list of bytes}); the
 // arrays view the batch, which they keep alive.
 nb::tuple BatchToColumns(std::string batch);
+// The rows appended to a _native.RowBatcher, as one encoded batch (no Python
+// bytes in between); the batcher starts a new batch.
+std::string TakeRowBatch(nb::handle batcher);
 
 void InitErrors(nb::module_& m);
 void InitRecords(nb::module_& m);

@@ -389,6 +389,8 @@ nb::dlpack::dtype DlpackType(ColumnType t) {
 
 }  // namespace
 
+std::string TakeRowBatch(nb::handle batcher) { return nb::cast<RowBatcher&>(batcher).Take(); }
+
 nb::tuple BatchToColumns(std::string batch) {
   auto* owned = new std::string(std::move(batch));
   nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::string*>(p); });

@@ -138,6 +138,18 @@ class PyFeedSession {
     ThrowIfError(st);
     return true;
   }
+  // Pushes the rows of a RowBatcher (see Push).
+  bool PushRows(nb::handle batcher) {
+    std::string batch = TakeRowBatch(batcher);
+    Status st;
+    {
+      nb::gil_scoped_release release;
+      st = s_->Push(batch);
+    }
+    if (st.code() == StatusCode::kCancelled) return false;
+    ThrowIfError(st);
+    return true;
+  }
   void Finish() {
     Status st;
     {
@@ -184,6 +196,7 @@ void InitFeedService(nb::module_& m) {
            nb::arg("token"), nb::arg("queue"), nb::arg("partition"), nb::arg("inference"),
            nb::arg("timeout"), nb::arg("prefer_local") = true)
       .def("push", &PyFeedSession::Push, nb::arg("batch"))
+      .def("push_rows", &PyFeedSession::PushRows, nb::arg("batcher"))
       .def("finish", &PyFeedSession::Finish)
       .def("results", &PyFeedSession::Results)
       .def("close", &PyFeedSession::Close)

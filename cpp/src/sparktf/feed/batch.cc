@@ -130,31 +130,43 @@ size_t EncodedBatchSize(const std::vector<ColumnView>& columns) {
   return n;
 }
 
-Status EncodeBatch(const std::vector<ColumnView>& columns, uint64_t num_rows,
-                   std::string* out) {
+Status EncodeBatchHeader(const std::vector<ColumnView>& columns, uint64_t num_rows,
+                         const std::vector<uint64_t>& payload_sizes, std::string* out) {
   if (columns.size() > kMaxBatchColumns) return Bad("too many columns");
+  if (payload_sizes.size() != columns.size()) return Status::Internal("one payload size per column");
   for (const auto& c : columns) {
     if (c.dims.empty() || c.dims[0] != num_rows || c.dims.size() > kMaxBatchDims) {
       return Status::InvalidArgument("column '" + c.name + "' does not have " +
                                      std::to_string(num_rows) + " rows");
     }
     if (c.name.size() > 65535) return Status::InvalidArgument("column name too long");
-    RETURN_NOT_OK(CheckPayload(c).WithContext("encode"));
   }
-  out->reserve(out->size() + EncodedBatchSize(columns));
   Put<uint32_t>(out, kBatchMagic);
   Put<uint32_t>(out, static_cast<uint32_t>(columns.size()));
   Put<uint64_t>(out, num_rows);
-  for (const auto& c : columns) {
+  for (size_t i = 0; i < columns.size(); ++i) {
+    const ColumnView& c = columns[i];
     Put<uint8_t>(out, static_cast<uint8_t>(c.type));
     Put<uint8_t>(out, static_cast<uint8_t>(c.dims.size()));
     Put<uint16_t>(out, static_cast<uint16_t>(c.name.size()));
     Put<uint32_t>(out, 0);
     for (uint64_t d : c.dims) Put<uint64_t>(out, d);
-    Put<uint64_t>(out, c.data.size());
+    Put<uint64_t>(out, payload_sizes[i]);
     out->append(c.name);
     PadTo8(out);
   }
+  return Status::OK();
+}
+
+Status EncodeBatch(const std::vector<ColumnView>& columns, uint64_t num_rows,
+                   std::string* out) {
+  std::vector<uint64_t> sizes;
+  for (const auto& c : columns) {
+    sizes.push_back(c.data.size());
+    if (!c.dims.empty() && c.dims[0] == num_rows) RETURN_NOT_OK(CheckPayload(c).WithContext("encode"));
+  }
+  out->reserve(out->size() + EncodedBatchSize(columns));
+  RETURN_NOT_OK(EncodeBatchHeader(columns, num_rows, sizes, out));
   for (const auto& c : columns) {
     out->append(c.data);
     PadTo8(out);

@@ -42,6 +42,11 @@ uint64_t NumValues(const std::vector<uint64_t>& dims);
 // Serializes columns that all have dims[0] == num_rows. InvalidArgument when
 // shapes and byte lengths disagree.
 Status EncodeBatch(const std::vector<ColumnView>& columns, uint64_t num_rows, std::string* out);
+// Writes only the header of a batch whose column payloads will have the given
+// byte lengths (the caller appends each payload padded to 8, in order).
+// `columns` supply names, types and dims; their data is not read.
+Status EncodeBatchHeader(const std::vector<ColumnView>& columns, uint64_t num_rows,
+                         const std::vector<uint64_t>& payload_sizes, std::string* out);
 // Size EncodeBatch would produce.
 size_t EncodedBatchSize(const std::vector<ColumnView>& columns);
 

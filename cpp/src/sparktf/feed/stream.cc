@@ -148,43 +148,63 @@ Status BatchAssembler::Take(uint64_t n, std::string* out) {
     pieces.push_back({&c, c.offset, c.offset + take});
     left -= take;
   }
-  std::vector<std::string> payloads(schema_.size());
   std::vector<ColumnView> views(schema_.size());
+  std::vector<uint64_t> sizes(schema_.size());
+  std::vector<std::string> bytes_payloads(schema_.size());  // bytes columns, built aside
   for (size_t k = 0; k < schema_.size(); ++k) {
     const ColumnView& s = schema_[k];
-    const uint64_t inner = InnerValues(s);
-    std::string& buf = payloads[k];
-    if (s.type == ColumnType::kBytes) {
-      std::vector<uint64_t> offsets{0};
-      std::string bytes;
-      for (const Piece& p : pieces) {
-        const ColumnView& c = p.chunk->columns[k];
-        const uint64_t values = NumValues(c.dims);
-        const char* data = c.data.data() + (values + 1) * 8;
-        const uint64_t first = Offset(c, p.begin * inner);
-        const uint64_t last = Offset(c, p.end * inner);
-        for (uint64_t i = p.begin * inner + 1; i <= p.end * inner; ++i) {
-          offsets.push_back(bytes.size() + Offset(c, i) - first);
-        }
-        bytes.append(data + first, last - first);
-      }
-      buf.resize(offsets.size() * 8);
-      std::memcpy(buf.data(), offsets.data(), buf.size());
-      buf += bytes;
-    } else {
-      const uint64_t row_bytes = inner * ItemSize(s.type);
-      buf.reserve(n * row_bytes);
-      for (const Piece& p : pieces) {
-        buf.append(p.chunk->columns[k].data.substr(p.begin * row_bytes,
-                                                   (p.end - p.begin) * row_bytes));
-      }
-    }
     views[k] = s;
     views[k].dims[0] = n;
-    views[k].data = buf;
+    const uint64_t inner = InnerValues(s);
+    if (s.type != ColumnType::kBytes) {
+      sizes[k] = n * inner * ItemSize(s.type);
+      continue;
+    }
+    std::vector<uint64_t> offsets{0};
+    std::string bytes;
+    for (const Piece& p : pieces) {
+      const ColumnView& c = p.chunk->columns[k];
+      const uint64_t values = NumValues(c.dims);
+      const char* data = c.data.data() + (values + 1) * 8;
+      const uint64_t first = Offset(c, p.begin * inner);
+      const uint64_t last = Offset(c, p.end * inner);
+      for (uint64_t i = p.begin * inner + 1; i <= p.end * inner; ++i) {
+        offsets.push_back(bytes.size() + Offset(c, i) - first);
+      }
+      bytes.append(data + first, last - first);
+    }
+    std::string& buf = bytes_payloads[k];
+    buf.resize(offsets.size() * 8);
+    std::memcpy(buf.data(), offsets.data(), buf.size());
+    buf += bytes;
+    sizes[k] = buf.size();
   }
+  // Header, then every payload copied straight into place (one copy per row).
   std::string encoded;
-  RETURN_NOT_OK(EncodeBatch(views, n, &encoded));
+  size_t total = 0;
+  for (uint64_t z : sizes) total += (z + 7) & ~uint64_t{7};
+  encoded.reserve(EncodedBatchSize(views) + total);
+  RETURN_NOT_OK(EncodeBatchHeader(views, n, sizes, &encoded));
+  size_t at = encoded.size();
+  encoded.resize(at + total);
+  char* dst = encoded.data();
+  for (size_t k = 0; k < schema_.size(); ++k) {
+    const ColumnView& s = schema_[k];
+    const size_t padded = (sizes[k] + 7) & ~uint64_t{7};
+    if (s.type == ColumnType::kBytes) {
+      std::memcpy(dst + at, bytes_payloads[k].data(), sizes[k]);
+    } else {
+      const uint64_t row_bytes = InnerValues(s) * ItemSize(s.type);
+      size_t off = at;
+      for (const Piece& p : pieces) {
+        const size_t len = (p.end - p.begin) * row_bytes;
+        std::memcpy(dst + off, p.chunk->columns[k].data.data() + p.begin * row_bytes, len);
+        off += len;
+      }
+    }
+    std::memset(dst + at + sizes[k], 0, padded - sizes[k]);
+    at += padded;
+  }
   *out = std::move(encoded);
   left = n;
   while (left > 0) {
