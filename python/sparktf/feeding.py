@@ -1,10 +1,11 @@
 """The feeding tasks of InputMode.SPARK (they run on executors).
 
-Partition i goes to training worker i mod W. A task converts its rows to
-columnar batches in one native call per batch (``rows_to_batch``; Arrow record
-batches for DataFrames) and pushes them through a native FeedSession: into
-the node's shared-memory ring when the node runs on this machine, over TCP to
-its agent otherwise. Nothing here loops over values in Python.
+Partition i goes to training worker i mod W. A task hands its rows to the
+native RowBatcher a few hundred at a time (Arrow record batches for
+DataFrames, as numpy views) and pushes batches of about 1 MiB through a
+native FeedSession: into the node's shared-memory ring when the node runs on
+this machine, over TCP to its agent otherwise. Nothing here loops over values
+in Python. ``SPARKTF_FEED_TRANSPORT=tcp`` on the driver forces TCP (tests).
 """
 
 from __future__ import annotations
