@@ -252,7 +252,12 @@ Status Ring::Pop(std::string* out, std::chrono::milliseconds timeout) {
         Unlock();
         return Status::DataLoss("ring " + name_ + " is corrupt at byte " + std::to_string(at));
       }
+      // Copy without the lock: only this (single) consumer moves `tail`, and
+      // producers write only past `head`, so the message stays put; producers
+      // are not held up by the allocation and copy.
+      Unlock();
       out->assign(data_ + at + 8, len);
+      RETURN_NOT_OK(Lock());
       h_->tail += 8 + Pad8(len);
       ++h_->messages_popped;
       ::pthread_cond_broadcast(&h_->not_full);

@@ -50,7 +50,8 @@ class Ring {
   // Aborted if the consumer closed or died; DeadlineExceeded after timeout;
   // InvalidArgument if the message can never fit.
   Status Push(std::string_view message, std::chrono::milliseconds timeout);
-  // Consumer: takes the next message into *out, waiting while empty.
+  // Consumer: takes the next message into *out, waiting while empty. One
+  // thread at a time (the copy runs outside the lock).
   // OutOfRange once input is closed and the ring is drained; Aborted if a
   // producer died while attached; DeadlineExceeded after timeout.
   Status Pop(std::string* out, std::chrono::milliseconds timeout);
