@@ -285,8 +285,7 @@ class TFCluster:
         else:
             fn = feeding.feed_rdd_partition(meta)
             job = lambda: data.mapPartitionsWithIndex(fn).collect()  # noqa: E731
-        total = {"rows": 0, "skipped": 0, "partitions": 0, "local_partitions": 0,
-                 "per_partition": []}
+        total = {"rows": 0, "skipped": 0, "partitions": 0, "local_partitions": 0}
         for epoch in range(int(num_epochs)):
             t0 = time.monotonic()
             stats = self._run_feed_job(job, f"feeding epoch {epoch + 1}")
@@ -295,7 +294,6 @@ class TFCluster:
             total["skipped"] += sum(s[2] for s in stats)
             total["partitions"] += len(stats)
             total["local_partitions"] += sum(1 for s in stats if s[3])
-            total["per_partition"].append({s[0]: s[1] for s in stats})
             logger.info("sparktf: fed epoch %d/%d: %d rows in %.1f s", epoch + 1, num_epochs,
                         rows, time.monotonic() - t0)
         if total["skipped"]:

@@ -75,11 +75,6 @@ ColumnType TypeOfFormat(std::string_view fmt, size_t itemsize, const std::string
                                             std::string(fmt) + "'"));
 }
 
-// numpy's name for a column type: the same as the batch's, "object" for bytes.
-std::string NumpyDtype(ColumnType t) {
-  return t == ColumnType::kBytes ? "object" : std::string(ColumnTypeName(t));
-}
-
 // Builds one column of a batch from the values of successive rows. The first
 // value fixes the column's type and per-row shape; later values must match.
 class ColumnBuilder {

@@ -31,18 +31,8 @@ class PyFeedReader {
     }
     r_ = std::make_unique<FeedReader>(std::move(ring), std::move(sync));
   }
-  // The next encoded batch, or None at the end of the feed.
-  nb::object Next(uint64_t n, bool exact, double timeout) {
-    Result<std::optional<std::string>> got = Status::Internal("unset");
-    {
-      nb::gil_scoped_release release;
-      got = Live()->Next(n, exact, Ms(timeout));
-    }
-    auto batch = ValueOrThrow(std::move(got));
-    if (!batch) return nb::none();
-    return ToBytes(*batch);
-  }
-  // The same, decoded: (rows, {name: numpy array}) or None.
+  // The next batch, decoded: (rows, {name: numpy array}), or None at the end
+  // of the feed.
   nb::object NextColumns(uint64_t n, bool exact, double timeout) {
     Result<std::optional<std::string>> got = Status::Internal("unset");
     {
@@ -179,7 +169,6 @@ void InitFeedService(nb::module_& m) {
                     const std::string&>(),
            nb::arg("ring_name"), nb::arg("capacity"), nb::arg("coordinator") = "",
            nb::arg("token") = "", nb::arg("executor_id") = 0, nb::arg("queue") = "input")
-      .def("next", &PyFeedReader::Next, nb::arg("n"), nb::arg("exact"), nb::arg("timeout"))
       .def("next_columns", &PyFeedReader::NextColumns, nb::arg("n"), nb::arg("exact"),
            nb::arg("timeout"))
       .def("push_results", &PyFeedReader::PushResults, nb::arg("batch"), nb::arg("timeout"))
