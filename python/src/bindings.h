@@ -6,10 +6,12 @@
 
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "sparktf/common/result.h"
+#include "sparktf/feed/ring.h"
 
 namespace sparktf::python {
 
@@ -45,9 +47,10 @@ inline std::chrono::milliseconds Ms(double seconds) {
 // An encoded feed batch -> (rows, {name: numpy array, or list of bytes}); the
 // arrays view the batch, which they keep alive.
 nb::tuple BatchToColumns(std::string batch);
-// The rows appended to a _native.RowBatcher, as one encoded batch (no Python
-// bytes in between); the batcher starts a new batch.
-std::string TakeRowBatch(nb::handle batcher);
+// Hands the rows appended to a _native.RowBatcher to `push` as the parts of
+// one encoded batch, pointing into the batcher's buffers (no copy, no Python
+// bytes), then starts a new batch in it. Returns what `push` returned.
+Status PushRowBatch(nb::handle batcher, const std::function<Status(feed::MessageParts)>& push);
 
 void InitErrors(nb::module_& m);
 void InitRecords(nb::module_& m);

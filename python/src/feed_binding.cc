@@ -91,8 +91,18 @@ class ColumnBuilder {
     ++rows_;
   }
 
+  const std::string& name() const { return name_; }
   size_t nbytes() const { return data_.size() + offsets_.size() * 8; }
-  void Reserve(size_t bytes) { data_.reserve(bytes); }
+  // Empties the column for the next batch (whose first value types it anew),
+  // keeping the memory of its buffers.
+  void Clear() {
+    rows_ = 0;
+    inner_.clear();
+    array_format_.clear();
+    data_.clear();
+    offsets_.resize(1);
+    payload_.clear();
+  }
 
   ColumnView View() {
     ColumnView c;
@@ -307,7 +317,7 @@ class RowBatcher {
     const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq.ptr());
     if (n == 0) return;
     PyObject* first = PySequence_Fast_GET_ITEM(seq.ptr(), 0);
-    if (builders_.empty()) {
+    if (rows_ == 0) {
       tuple_rows_ = PyTuple_Check(first) || PyList_Check(first);
       width_ = tuple_rows_ ? PySequence_Fast_GET_SIZE(first) : 1;
       std::vector<std::string> col_names;
@@ -323,11 +333,13 @@ class RowBatcher {
             std::to_string(col_names.size()) + " names for rows of " + std::to_string(width_) +
             " values"));
       }
-      for (const auto& name : col_names) builders_.emplace_back(name);
-      // Batches tend to be alike: start with the room the last one needed
-      // rather than growing (and copying) the payloads step by step.
-      for (size_t k = 0; k < builders_.size() && k < last_sizes_.size(); ++k) {
-        builders_[k].Reserve(last_sizes_[k] + last_sizes_[k] / 4);
+      // Batches tend to be alike: the columns of the last one keep their
+      // memory rather than growing (and copying) their payloads step by step.
+      bool same = builders_.size() == col_names.size();
+      for (size_t k = 0; same && k < builders_.size(); ++k) same = builders_[k].name() == col_names[k];
+      if (!same) {
+        builders_.clear();
+        for (const auto& name : col_names) builders_.emplace_back(name);
       }
     }
     for (Py_ssize_t i = 0; i < n; ++i, ++rows_) {
@@ -347,19 +359,26 @@ class RowBatcher {
     }
   }
 
-  // The rows appended so far as one encoded batch; starts a new batch.
-  std::string Take() {
+  // The rows appended so far as the parts of one encoded batch, pointing into
+  // this batcher's buffers: valid until the next Append or Clear.
+  void Encode(BatchParts* out) {
     if (rows_ == 0) throw StatusError(Status::InvalidArgument("no rows"));
     std::vector<ColumnView> views;
-    last_sizes_.clear();
-    for (auto& b : builders_) {
-      views.push_back(b.View());
-      last_sizes_.push_back(b.nbytes());
-    }
-    std::string out;
-    ThrowIfError(EncodeBatch(views, static_cast<uint64_t>(rows_), &out));
-    builders_.clear();
+    for (auto& b : builders_) views.push_back(b.View());
+    ThrowIfError(EncodeBatchParts(views, static_cast<uint64_t>(rows_), out));
+  }
+  // Starts a new batch.
+  void Clear() {
+    for (auto& b : builders_) b.Clear();
     rows_ = 0;
+  }
+  // The rows appended so far as one encoded batch; starts a new batch.
+  std::string Take() {
+    BatchParts parts;
+    Encode(&parts);
+    std::string out;
+    for (std::string_view p : parts.parts) out.append(p);
+    Clear();
     return out;
   }
 
@@ -373,7 +392,6 @@ class RowBatcher {
  private:
   std::optional<std::vector<std::string>> names_;
   std::vector<ColumnBuilder> builders_;
-  std::vector<size_t> last_sizes_;  // payload bytes per column of the last batch
   bool tuple_rows_ = false;
   Py_ssize_t width_ = 0;
   Py_ssize_t rows_ = 0;
@@ -395,7 +413,14 @@ nb::dlpack::dtype DlpackType(ColumnType t) {
 
 }  // namespace
 
-std::string TakeRowBatch(nb::handle batcher) { return nb::cast<RowBatcher&>(batcher).Take(); }
+Status PushRowBatch(nb::handle batcher, const std::function<Status(feed::MessageParts)>& push) {
+  auto& b = nb::cast<RowBatcher&>(batcher);
+  BatchParts parts;
+  b.Encode(&parts);
+  Status st = push(parts.parts);
+  b.Clear();
+  return st;
+}
 
 nb::tuple BatchToColumns(std::string batch) {
   auto* owned = new std::string(std::move(batch));
@@ -427,9 +452,6 @@ nb::tuple BatchToColumns(std::string batch) {
   }
   return nb::make_tuple(rows, out);
 }
-
-namespace {
-}  // namespace
 
 void InitFeed(nb::module_& m) {
   nb::class_<PyRing>(m, "Ring")

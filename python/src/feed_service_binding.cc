@@ -130,12 +130,10 @@ class PyFeedSession {
   }
   // Pushes the rows of a RowBatcher (see Push).
   bool PushRows(nb::handle batcher) {
-    std::string batch = TakeRowBatch(batcher);
-    Status st;
-    {
+    Status st = PushRowBatch(batcher, [this](feed::MessageParts batch) {
       nb::gil_scoped_release release;
-      st = s_->Push(batch);
-    }
+      return s_->Push(batch);
+    });
     if (st.code() == StatusCode::kCancelled) return false;
     ThrowIfError(st);
     return true;

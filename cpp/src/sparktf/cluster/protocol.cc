@@ -41,18 +41,22 @@ std::string_view MessageTypeName(MessageType type) {
   return "UNKNOWN";
 }
 
-void AppendFrame(MessageType type, std::string_view payload, std::string* out) {
+void AppendFrame(MessageType type, std::span<const std::string_view> payload_parts,
+                 std::string* out) {
+  size_t size = 0;
+  for (std::string_view part : payload_parts) size += part.size();
   char header[kFrameHeaderSize];
   const uint32_t magic = kFrameMagic;
   const uint16_t version = kProtocolVersion;
   const auto t = static_cast<uint16_t>(type);
-  const auto len = static_cast<uint32_t>(payload.size());
+  const auto len = static_cast<uint32_t>(size);
   std::memcpy(header, &magic, 4);
   std::memcpy(header + 4, &version, 2);
   std::memcpy(header + 6, &t, 2);
   std::memcpy(header + 8, &len, 4);
+  out->reserve(out->size() + kFrameHeaderSize + size);
   out->append(header, kFrameHeaderSize);
-  out->append(payload);
+  for (std::string_view part : payload_parts) out->append(part);
 }
 
 Status FrameDecoder::Next(Frame* frame, bool* have) {

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -63,7 +64,12 @@ struct Frame {
   std::string payload;
 };
 
-void AppendFrame(MessageType type, std::string_view payload, std::string* out);
+// Appends a frame whose payload is the concatenation of `payload_parts`.
+void AppendFrame(MessageType type, std::span<const std::string_view> payload_parts,
+                 std::string* out);
+inline void AppendFrame(MessageType type, std::string_view payload, std::string* out) {
+  AppendFrame(type, std::span<const std::string_view>(&payload, 1), out);
+}
 
 // Splits a byte stream into frames. Errors are sticky: after a bad magic,
 // version or size the stream cannot be resynchronised and must be closed.

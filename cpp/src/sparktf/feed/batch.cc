@@ -158,19 +158,33 @@ Status EncodeBatchHeader(const std::vector<ColumnView>& columns, uint64_t num_ro
   return Status::OK();
 }
 
-Status EncodeBatch(const std::vector<ColumnView>& columns, uint64_t num_rows,
-                   std::string* out) {
+Status EncodeBatchParts(const std::vector<ColumnView>& columns, uint64_t num_rows,
+                        BatchParts* out) {
+  static constexpr char kZeros[8] = {};
   std::vector<uint64_t> sizes;
   for (const auto& c : columns) {
     sizes.push_back(c.data.size());
     if (!c.dims.empty() && c.dims[0] == num_rows) RETURN_NOT_OK(CheckPayload(c).WithContext("encode"));
   }
-  out->reserve(out->size() + EncodedBatchSize(columns));
-  RETURN_NOT_OK(EncodeBatchHeader(columns, num_rows, sizes, out));
+  out->header.clear();
+  out->parts.clear();
+  RETURN_NOT_OK(EncodeBatchHeader(columns, num_rows, sizes, &out->header));
+  out->parts.push_back(out->header);
   for (const auto& c : columns) {
-    out->append(c.data);
-    PadTo8(out);
+    if (!c.data.empty()) out->parts.push_back(c.data);
+    if (const size_t pad = Pad8(c.data.size()) - c.data.size()) {
+      out->parts.emplace_back(kZeros, pad);
+    }
   }
+  return Status::OK();
+}
+
+Status EncodeBatch(const std::vector<ColumnView>& columns, uint64_t num_rows,
+                   std::string* out) {
+  BatchParts parts;
+  RETURN_NOT_OK(EncodeBatchParts(columns, num_rows, &parts));
+  out->reserve(out->size() + EncodedBatchSize(columns));
+  for (std::string_view p : parts.parts) out->append(p);
   return Status::OK();
 }
 

@@ -47,6 +47,19 @@ Status EncodeBatch(const std::vector<ColumnView>& columns, uint64_t num_rows, st
 // `columns` supply names, types and dims; their data is not read.
 Status EncodeBatchHeader(const std::vector<ColumnView>& columns, uint64_t num_rows,
                          const std::vector<uint64_t>& payload_sizes, std::string* out);
+// EncodeBatch's output as byte ranges to concatenate, without copying the
+// payloads: `header`, then each column's data and padding. The ranges point
+// into `header` (so a BatchParts stays where it was filled) and into the
+// columns' data, which must outlive them.
+struct BatchParts {
+  BatchParts() = default;
+  BatchParts(const BatchParts&) = delete;
+  BatchParts& operator=(const BatchParts&) = delete;
+  std::string header;
+  std::vector<std::string_view> parts;
+};
+Status EncodeBatchParts(const std::vector<ColumnView>& columns, uint64_t num_rows,
+                        BatchParts* out);
 // Size EncodeBatch would produce.
 size_t EncodedBatchSize(const std::vector<ColumnView>& columns);
 

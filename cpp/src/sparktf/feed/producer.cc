@@ -25,7 +25,9 @@ Result<std::unique_ptr<PartitionFeed>> PartitionFeed::Open(const std::string& in
       new PartitionFeed(std::move(input), std::move(results), partition));
   if (feed->results_) {
     Marker begin{Marker::kBegin, partition, result_ring, 0};
-    RETURN_NOT_OK(feed->PushMessage(EncodeMarker(begin), timeout));
+    const std::string message = EncodeMarker(begin);
+    const std::string_view part = message;
+    RETURN_NOT_OK(feed->PushMessage(MessageParts(&part, 1), timeout));
   }
   return feed;
 }
@@ -37,7 +39,7 @@ PartitionFeed::~PartitionFeed() {
   }
 }
 
-Status PartitionFeed::PushMessage(std::string_view message, milliseconds timeout) {
+Status PartitionFeed::PushMessage(MessageParts message, milliseconds timeout) {
   if (!results_) return ClassifyConsumerStop(input_->Push(message, timeout));
   auto deadline = Clock::now() + timeout;
   while (true) {
@@ -53,8 +55,9 @@ Status PartitionFeed::PushMessage(std::string_view message, milliseconds timeout
   }
 }
 
-Status PartitionFeed::Push(std::string_view batch, milliseconds timeout) {
-  ASSIGN_OR_RETURN(uint64_t rows, BatchRows(batch));
+Status PartitionFeed::Push(MessageParts batch, milliseconds timeout) {
+  if (batch.empty()) return Status::InvalidArgument("empty feed batch");
+  ASSIGN_OR_RETURN(uint64_t rows, BatchRows(batch[0]));  // the header comes first
   RETURN_NOT_OK(PushMessage(batch, timeout));
   rows_pushed_ += rows;
   return Status::OK();
@@ -84,7 +87,9 @@ Status PartitionFeed::Finish(milliseconds timeout) {
     return Status::OK();
   }
   Marker end{Marker::kEnd, partition_, "", rows_pushed_};
-  RETURN_NOT_OK(PushMessage(EncodeMarker(end), timeout));
+  const std::string message = EncodeMarker(end);
+  const std::string_view part = message;
+  RETURN_NOT_OK(PushMessage(MessageParts(&part, 1), timeout));
   auto deadline = Clock::now() + timeout;
   while (result_rows_ < rows_pushed_) {
     const uint64_t before = result_rows_;

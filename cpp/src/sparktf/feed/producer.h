@@ -30,7 +30,10 @@ class PartitionFeed {
   // Pushes one encoded batch, waiting at most `timeout` for room. Cancelled
   // when the consumer stopped reading on purpose (skip the rest), Aborted
   // when it failed or died, DeadlineExceeded when it did not read in time.
-  Status Push(std::string_view batch, std::chrono::milliseconds timeout);
+  Status Push(MessageParts batch, std::chrono::milliseconds timeout);
+  Status Push(std::string_view batch, std::chrono::milliseconds timeout) {
+    return Push(MessageParts(&batch, 1), timeout);
+  }
   // Train: detaches. Inference: sends the end marker and waits until a result
   // arrived for every row (at most `timeout` between results).
   Status Finish(std::chrono::milliseconds timeout);
@@ -43,7 +46,7 @@ class PartitionFeed {
  private:
   PartitionFeed(std::unique_ptr<Ring> input, std::unique_ptr<Ring> results, int64_t partition)
       : input_(std::move(input)), results_(std::move(results)), partition_(partition) {}
-  Status PushMessage(std::string_view message, std::chrono::milliseconds timeout);
+  Status PushMessage(MessageParts message, std::chrono::milliseconds timeout);
   // Takes the results that are ready (waits up to `wait` for the first).
   Status DrainResults(std::chrono::milliseconds wait);
 

@@ -108,7 +108,7 @@ Result<std::unique_ptr<Ring>> Ring::Create(const std::string& name, size_t capac
   return std::unique_ptr<Ring>(new Ring(name, base, size, true));
 }
 
-Result<std::unique_ptr<Ring>> Ring::Attach(const std::string& name) {
+Result<std::unique_ptr<Ring>> Ring::Attach(const std::string& name, AttachFor use) {
   int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
   if (fd < 0) return Status::FromErrno("attach to ring " + name, errno);
   struct stat st{};
@@ -117,7 +117,11 @@ Result<std::unique_ptr<Ring>> Ring::Attach(const std::string& name) {
     return Status::InvalidArgument("ring " + name + " is too small to be a sparktf ring");
   }
   const auto size = static_cast<size_t>(st.st_size);
-  void* base = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  // A producer attaches once per partition and often writes through the
+  // whole ring: populating the page table in one call costs a quarter of
+  // taking one fault per page.
+  const int populate = use == AttachFor::kPushing ? MAP_POPULATE : 0;
+  void* base = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | populate, fd, 0);
   ::close(fd);
   if (base == MAP_FAILED) return Status::FromErrno("map ring " + name, errno);
   auto* h = static_cast<Header*>(base);
@@ -181,11 +185,13 @@ void Ring::WaitSlice(bool for_space, Clock::time_point deadline) const {
 
 size_t Ring::capacity() const { return h_->capacity; }
 
-Status Ring::Push(std::string_view message, std::chrono::milliseconds timeout) {
+Status Ring::Push(MessageParts message, std::chrono::milliseconds timeout) {
   const uint64_t cap = h_->capacity;
-  const uint64_t need = 8 + Pad8(message.size());
+  uint64_t len = 0;
+  for (std::string_view part : message) len += part.size();
+  const uint64_t need = 8 + Pad8(len);
   if (need > cap / 2) {
-    return Status::InvalidArgument("a message of " + std::to_string(message.size()) +
+    return Status::InvalidArgument("a message of " + std::to_string(len) +
                                    " bytes does not fit ring " + name_ + " of " +
                                    std::to_string(cap) +
                                    " bytes (lower the batch size or enlarge the ring)");
@@ -207,9 +213,12 @@ Status Ring::Push(std::string_view message, std::chrono::milliseconds timeout) {
         h_->head += skip;
       }
       const uint64_t at = h_->head % cap;
-      const uint64_t len = message.size();
       std::memcpy(data_ + at, &len, 8);
-      if (len) std::memcpy(data_ + at + 8, message.data(), len);
+      char* to = data_ + at + 8;
+      for (std::string_view part : message) {
+        if (!part.empty()) std::memcpy(to, part.data(), part.size());
+        to += part.size();
+      }
       h_->head += need;
       ++h_->messages_pushed;
       h_->bytes_pushed += len;

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,10 @@ constexpr std::chrono::milliseconds kLivenessInterval{100};
 // In the Aborted message of Pop when a registered producer died.
 constexpr std::string_view kProducerDied = "died while feeding";
 
+// A message given as byte ranges to concatenate (a batch's header and column
+// payloads, say), so that the producer need not assemble it first.
+using MessageParts = std::span<const std::string_view>;
+
 struct RingStats {
   uint64_t messages_pushed = 0;
   uint64_t messages_popped = 0;
@@ -40,8 +45,12 @@ class Ring {
   // most half of it.
   static Result<std::unique_ptr<Ring>> Create(const std::string& name,
                                               size_t capacity = kDefaultRingCapacity);
+  // kPushing maps every page up front (for a producer that pushes data);
+  // kControl maps them as touched (to close input or read the status).
+  enum class AttachFor { kPushing, kControl };
   // Attaches as a producer (registers this pid). NotFound if no such ring.
-  static Result<std::unique_ptr<Ring>> Attach(const std::string& name);
+  static Result<std::unique_ptr<Ring>> Attach(const std::string& name,
+                                              AttachFor use = AttachFor::kPushing);
   ~Ring();  // Detach(); the creator also unlinks. Never blocks.
   Ring(const Ring&) = delete;
   Ring& operator=(const Ring&) = delete;
@@ -49,7 +58,10 @@ class Ring {
   // Producer: appends one message, waiting while the ring is full.
   // Aborted if the consumer closed or died; DeadlineExceeded after timeout;
   // InvalidArgument if the message can never fit.
-  Status Push(std::string_view message, std::chrono::milliseconds timeout);
+  Status Push(MessageParts message, std::chrono::milliseconds timeout);
+  Status Push(std::string_view message, std::chrono::milliseconds timeout) {
+    return Push(MessageParts(&message, 1), timeout);
+  }
   // Consumer: takes the next message into *out, waiting while empty. One
   // thread at a time (the copy runs outside the lock).
   // OutOfRange once input is closed and the ring is drained; Aborted if a

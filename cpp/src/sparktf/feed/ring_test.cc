@@ -211,5 +211,31 @@ TEST(BatchTest, RoundTripAndMalformedInput) {
   EXPECT_FALSE(EncodeBatch(cols, 2, &buf).ok());
 }
 
+TEST(BatchTest, PartsPushedIntoARingPopAsTheEncodedBatch) {
+  const std::vector<float> x = {1, 2, 3};  // 12 bytes: padded
+  const std::vector<uint8_t> flag = {1, 0, 1};  // 3 bytes: padded
+  const std::vector<ColumnView> cols = {
+      {"x", ColumnType::kFloat32, {3}, {reinterpret_cast<const char*>(x.data()), 12}},
+      {"flag", ColumnType::kUInt8, {3}, {reinterpret_cast<const char*>(flag.data()), 3}},
+  };
+  std::string whole;
+  ASSERT_TRUE(EncodeBatch(cols, 3, &whole).ok());
+  BatchParts parts;
+  ASSERT_TRUE(EncodeBatchParts(cols, 3, &parts).ok());
+  ASSERT_EQ(parts.parts.size(), 5u);  // header, x, its padding, flag, its padding
+  EXPECT_EQ(parts.parts[1].data(), cols[0].data.data());  // the payloads are not copied
+  const std::string name = UniqueName("parts");
+  auto ring = std::move(Ring::Create(name, 4096)).ValueOrDie();
+  auto producer = std::move(Ring::Attach(name)).ValueOrDie();
+  std::string got;
+  for (int i = 0; i < 40; ++i) {  // across the wraparound
+    ASSERT_TRUE(producer->Push(parts.parts, 1s).ok());
+    ASSERT_TRUE(ring->Pop(&got, 1s).ok());
+    ASSERT_EQ(got, whole);
+  }
+  const std::vector<std::string_view> too_big(3, std::string_view(whole.data(), 1000));
+  EXPECT_EQ(producer->Push(too_big, 1s).code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace sparktf::feed

@@ -176,7 +176,7 @@ Status FeedServer::Session(Connection& conn, bool local) {
                                                   j["qname"].get<std::string>()));
   RETURN_NOT_OK(WaitForRing(ring));
   if (j.value("close", false)) {
-    ASSIGN_OR_RETURN(auto r, feed::Ring::Attach(ring));
+    ASSIGN_OR_RETURN(auto r, feed::Ring::Attach(ring, feed::Ring::AttachFor::kControl));
     r->CloseInput();
     return conn.Send(MessageType::kFeedDone, "{}");
   }
@@ -306,7 +306,7 @@ Status FeedSession::TakeIncoming(bool* done) {
   return read;
 }
 
-Status FeedSession::SendFrame(MessageType type, std::string_view payload) {
+Status FeedSession::SendFrame(MessageType type, feed::MessageParts payload) {
   std::string frame;
   cluster::AppendFrame(type, payload, &frame);
   size_t off = 0;
@@ -335,13 +335,14 @@ Status FeedSession::SendFrame(MessageType type, std::string_view payload) {
   return Status::OK();
 }
 
-Status FeedSession::Push(std::string_view batch) {
+Status FeedSession::Push(feed::MessageParts batch) {
+  if (batch.empty()) return Status::InvalidArgument("empty feed batch");
+  ASSIGN_OR_RETURN(uint64_t rows, feed::BatchRows(batch[0]));  // the header comes first
   if (local_feed_) {
     RETURN_NOT_OK(local_feed_->Push(batch, timeout_));
   } else {
     RETURN_NOT_OK(SendFrame(MessageType::kFeedData, batch));
   }
-  ASSIGN_OR_RETURN(uint64_t rows, feed::BatchRows(batch));
   rows_pushed_ += rows;
   return Status::OK();
 }

@@ -94,8 +94,10 @@ class FeedSession {
                                                    bool inference,
                                                    std::chrono::milliseconds timeout);
   bool local() const { return static_cast<bool>(local_feed_); }
-  // Cancelled when the consumer stopped reading on purpose (skip the rest).
-  Status Push(std::string_view batch);
+  // Pushes one encoded batch (given as parts, header first). Cancelled when
+  // the consumer stopped reading on purpose (skip the rest).
+  Status Push(feed::MessageParts batch);
+  Status Push(std::string_view batch) { return Push(feed::MessageParts(&batch, 1)); }
   // The partition is complete; for inference, waits for every result.
   Status Finish();
   std::vector<std::string> TakeResults();
@@ -105,7 +107,10 @@ class FeedSession {
   FeedSession(cluster::Connection conn, std::chrono::milliseconds timeout)
       : conn_(std::move(conn)), timeout_(timeout) {}
   // Remote: sends a frame while taking in what the agent sends meanwhile.
-  Status SendFrame(cluster::MessageType type, std::string_view payload);
+  Status SendFrame(cluster::MessageType type, feed::MessageParts payload);
+  Status SendFrame(cluster::MessageType type, std::string_view payload) {
+    return SendFrame(type, feed::MessageParts(&payload, 1));
+  }
   Status TakeIncoming(bool* done);
 
   cluster::Connection conn_;
