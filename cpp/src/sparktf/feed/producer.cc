@@ -15,7 +15,7 @@ Result<std::unique_ptr<PartitionFeed>> PartitionFeed::Open(const std::string& in
                                                            int64_t partition,
                                                            const std::string& result_ring,
                                                            milliseconds timeout) {
-  ASSIGN_OR_RETURN(auto input, Ring::Attach(input_ring));
+  ASSIGN_OR_RETURN(auto input, Ring::Attach(input_ring, Ring::AttachFor::kBulk));
   std::unique_ptr<Ring> results;
   if (!result_ring.empty()) {
     ::shm_unlink(result_ring.c_str());  // a stale one from a killed attempt of this task

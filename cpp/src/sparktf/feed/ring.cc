@@ -8,9 +8,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <mutex>
 
 namespace sparktf::feed {
 namespace {
@@ -57,6 +59,102 @@ struct Ring::Header {
 
 namespace {
 size_t DataOffset() { return (sizeof(Ring::Header) + 63) & ~size_t{63}; }
+
+// A producer's mappings of rings, kept between its attachments: a feeding
+// process attaches once per partition, and mapping a ring (64 MiB by default)
+// and unmapping it again cost milliseconds each time. An idle mapping is
+// dropped once its segment is unlinked (checked at every attach and release)
+// or when more than kMaxIdle are idle; the consumer also frees the data pages
+// of a ring it closes, so an idle mapping of a closed ring holds no memory.
+class ProducerMappings {
+ public:
+  static ProducerMappings& Get() {
+    static auto* m = new ProducerMappings;  // never destroyed: used until exit
+    return *m;
+  }
+
+  // A mapping of the open segment `fd` (taken over) with every page mapped.
+  Result<void*> Acquire(int fd, const struct stat& st) {
+    std::lock_guard<std::mutex> lock(mu_);
+    DropIdleLocked();
+    for (Entry& e : entries_) {
+      if (e.dev == st.st_dev && e.ino == st.st_ino && e.size == static_cast<size_t>(st.st_size)) {
+        ::close(fd);
+        ++e.users;
+        return e.base;
+      }
+    }
+    const auto size = static_cast<size_t>(st.st_size);
+    void* base =
+        ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+    if (base == MAP_FAILED) {
+      const int err = errno;
+      ::close(fd);
+      return Status::FromErrno("map ring", err);
+    }
+    // The open fd pins the inode (so no new segment reuses its number) and
+    // tells when the segment was unlinked.
+    entries_.push_back({st.st_dev, st.st_ino, fd, base, size, 1, 0});
+    return base;
+  }
+
+  void Release(void* base) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (Entry& e : entries_) {
+      if (e.base == base) {
+        --e.users;
+        e.idle_since = ++clock_;
+      }
+    }
+    DropIdleLocked();
+  }
+
+ private:
+  static constexpr size_t kMaxIdle = 2;
+  struct Entry {
+    dev_t dev;
+    ino_t ino;
+    int fd;
+    void* base;
+    size_t size;
+    int users;
+    uint64_t idle_since;
+  };
+
+  static bool Unlinked(const Entry& e) {
+    struct stat st{};
+    return ::fstat(e.fd, &st) != 0 || st.st_nlink == 0;
+  }
+
+  void DropIdleLocked() {
+    auto drop = [](Entry& e) {
+      ::munmap(e.base, e.size);
+      ::close(e.fd);
+      e.base = nullptr;
+    };
+    size_t idle = 0;
+    for (Entry& e : entries_) {
+      if (e.users == 0 && Unlinked(e)) drop(e);
+      if (e.base && e.users == 0) ++idle;
+    }
+    while (idle > kMaxIdle) {
+      Entry* oldest = nullptr;
+      for (Entry& e : entries_) {
+        if (e.base && e.users == 0 && (!oldest || e.idle_since < oldest->idle_since)) oldest = &e;
+      }
+      drop(*oldest);
+      --idle;
+    }
+    entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
+                                  [](const Entry& e) { return e.base == nullptr; }),
+                   entries_.end());
+  }
+
+  std::mutex mu_;
+  std::vector<Entry> entries_;
+  uint64_t clock_ = 0;
+};
+
 }  // namespace
 
 Ring::Ring(std::string name, void* base, size_t mapped, bool owner)
@@ -117,21 +215,23 @@ Result<std::unique_ptr<Ring>> Ring::Attach(const std::string& name, AttachFor us
     return Status::InvalidArgument("ring " + name + " is too small to be a sparktf ring");
   }
   const auto size = static_cast<size_t>(st.st_size);
-  // A producer attaches once per partition and often writes through the
-  // whole ring: populating the page table in one call costs a quarter of
-  // taking one fault per page.
-  const int populate = use == AttachFor::kPushing ? MAP_POPULATE : 0;
-  void* base = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | populate, fd, 0);
-  ::close(fd);
-  if (base == MAP_FAILED) return Status::FromErrno("map ring " + name, errno);
+  void* base;
+  if (use == AttachFor::kBulk) {
+    ASSIGN_OR_RETURN(base, ProducerMappings::Get().Acquire(fd, st));
+  } else {
+    base = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ::close(fd);
+    if (base == MAP_FAILED) return Status::FromErrno("map ring " + name, errno);
+  }
+  std::unique_ptr<Ring> ring(new Ring(name, base, size, false));
+  ring->shared_mapping_ = use == AttachFor::kBulk;
   auto* h = static_cast<Header*>(base);
   if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != kRingMagic ||
       h->version != kRingVersion || h->header_size != DataOffset() ||
       DataOffset() + h->capacity != size) {
-    ::munmap(base, size);
+    ring->detached_ = true;
     return Status::InvalidArgument("ring " + name + " has an unknown layout");
   }
-  std::unique_ptr<Ring> ring(new Ring(name, base, size, false));
   RETURN_NOT_OK(ring->Lock());
   int slot = -1;
   for (size_t i = 0; i < kMaxRingProducers; ++i) {
@@ -153,11 +253,23 @@ Result<std::unique_ptr<Ring>> Ring::Attach(const std::string& name, AttachFor us
 Ring::~Ring() {
   if (owner_) {
     CloseConsumer("the consumer closed the ring");
+    // Free the data pages now rather than when the last producer unmaps: no
+    // producer touches the data of a closed ring (they check under the lock
+    // that CloseConsumer took), and the header stays.
+    const int fd = ::shm_open(name_.c_str(), O_RDWR | O_CLOEXEC, 0);
     ::shm_unlink(name_.c_str());
+    if (fd >= 0) {
+      (void)!::ftruncate(fd, static_cast<off_t>(DataOffset()));
+      ::close(fd);
+    }
   } else {
     Detach();
   }
-  ::munmap(base_, mapped_);
+  if (shared_mapping_) {
+    ProducerMappings::Get().Release(base_);
+  } else {
+    ::munmap(base_, mapped_);
+  }
 }
 
 Status Ring::Lock() const {

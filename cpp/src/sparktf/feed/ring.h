@@ -45,12 +45,13 @@ class Ring {
   // most half of it.
   static Result<std::unique_ptr<Ring>> Create(const std::string& name,
                                               size_t capacity = kDefaultRingCapacity);
-  // kPushing maps every page up front (for a producer that pushes data);
-  // kControl maps them as touched (to close input or read the status).
-  enum class AttachFor { kPushing, kControl };
+  // kBulk: for a producer that pushes much data (a feeding task): every page
+  // is mapped up front, and the mapping kept for the process's next attach
+  // to the same ring. kLight: pages are mapped as touched (results, control).
+  enum class AttachFor { kBulk, kLight };
   // Attaches as a producer (registers this pid). NotFound if no such ring.
   static Result<std::unique_ptr<Ring>> Attach(const std::string& name,
-                                              AttachFor use = AttachFor::kPushing);
+                                              AttachFor use = AttachFor::kLight);
   ~Ring();  // Detach(); the creator also unlinks. Never blocks.
   Ring(const Ring&) = delete;
   Ring& operator=(const Ring&) = delete;
@@ -95,6 +96,7 @@ class Ring {
   void* base_;
   size_t mapped_;
   bool owner_;
+  bool shared_mapping_ = false;  // a producer's mapping, kept for its next attach
   bool detached_ = false;
   Header* h_;
   char* data_;

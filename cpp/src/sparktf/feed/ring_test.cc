@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <random>
 #include <thread>
 
@@ -41,6 +42,54 @@ TEST(RingTest, PushPopInOrderAcrossWraparound) {
   EXPECT_EQ((*ring)->stats().messages_popped, 2000u);
   ring->reset();
   EXPECT_FALSE(SegmentExists(name));  // the owner unlinks on close
+}
+
+// This process's mappings of segment `name`, and their resident kB.
+std::pair<int, long> Mappings(const std::string& name) {
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  int count = 0;
+  long rss = 0;
+  bool in = false;
+  while (std::getline(smaps, line)) {
+    if (line.find("/dev/shm" + name) != std::string::npos) {
+      ++count;
+      in = true;
+    } else if (line.rfind("Rss:", 0) == 0) {
+      if (in) rss += std::stol(line.substr(4));
+      in = false;
+    }
+  }
+  return {count, rss};
+}
+
+TEST(RingTest, ProducerMappingsAreKeptBetweenAttachesAndFreedWithTheRing) {
+  const std::string name = UniqueName("keep");
+  auto ring = std::move(Ring::Create(name, 1 << 20)).ValueOrDie();
+  const std::string msg(100000, 'k');
+  std::string got;
+  for (int partition = 0; partition < 3; ++partition) {
+    auto producer = std::move(Ring::Attach(name, Ring::AttachFor::kBulk)).ValueOrDie();
+    ASSERT_TRUE(producer->Push(msg, 1s).ok());
+    ASSERT_TRUE(ring->Pop(&got, 1s).ok());
+    ASSERT_EQ(got, msg);
+    producer.reset();
+    // The consumer's mapping and the kept one of the producer, populated.
+    EXPECT_EQ(Mappings(name).first, 2) << partition;
+  }
+  EXPECT_GT(Mappings(name).second, 1000);
+  ring.reset();  // unlinks the segment and frees its data pages
+  EXPECT_EQ(Mappings(name).first, 1);
+  EXPECT_LT(Mappings(name).second, 64);  // the header's pages at most
+  // The next attach (to any ring) drops the mapping of the unlinked one.
+  const std::string other = UniqueName("keep-other");
+  auto ring2 = std::move(Ring::Create(other, 4096)).ValueOrDie();
+  auto producer2 = std::move(Ring::Attach(other, Ring::AttachFor::kBulk)).ValueOrDie();
+  EXPECT_EQ(Mappings(name).first, 0);
+  // A producer whose ring was closed meanwhile fails cleanly, without
+  // touching the freed data pages.
+  ring2.reset();
+  EXPECT_EQ(producer2->Push("late", 1s).code(), StatusCode::kAborted);
 }
 
 TEST(RingTest, TimeoutsCloseAndLimits) {

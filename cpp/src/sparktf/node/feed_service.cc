@@ -176,7 +176,7 @@ Status FeedServer::Session(Connection& conn, bool local) {
                                                   j["qname"].get<std::string>()));
   RETURN_NOT_OK(WaitForRing(ring));
   if (j.value("close", false)) {
-    ASSIGN_OR_RETURN(auto r, feed::Ring::Attach(ring, feed::Ring::AttachFor::kControl));
+    ASSIGN_OR_RETURN(auto r, feed::Ring::Attach(ring));
     r->CloseInput();
     return conn.Send(MessageType::kFeedDone, "{}");
   }
