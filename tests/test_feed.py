@@ -157,3 +157,33 @@ def test_row_batcher_appends_in_pieces_like_one_call():
     assert n == 3 and cols["v"].tolist() == [[0, 1], [1, 2], [2, 3]]
     with pytest.raises(errors.InvalidArgument, match="row 1 "):
         b.append([(1.0, [1, 2], b"a"), (2.0,)])
+
+
+def test_row_batcher_pulls_rows_from_an_iterator_in_batches_of_about_max_bytes():
+    rows = [(np.full(100, i, np.float32), i) for i in range(1000)]  # 408 bytes a row
+    b = _native.RowBatcher()
+    it = iter(rows)
+    batches = []
+    while True:
+        ended = b.append_from(it, 40_000)
+        if b.rows:
+            batches.append(_native.decode_batch(b.take()))
+        if ended:
+            break
+    assert [n for n, _ in batches[:-1]] == [112] * 8  # checked every 16 rows
+    assert sum(n for n, _ in batches) == 1000
+    x = np.concatenate([cols["0"] for _, cols in batches])
+    assert x.shape == (1000, 100) and (x[:, 7] == np.arange(1000)).all()
+    # The next batch may have other shapes: the kept buffers start afresh.
+    b.append_from(iter([(np.ones((2, 2), np.int32), 5)]), 1 << 20)
+    n, cols = _native.decode_batch(b.take())
+    assert n == 1 and cols["0"].tolist() == [[[1, 1], [1, 1]]]
+
+    def failing():
+        yield (np.zeros(3, np.float32), 0)
+        raise ValueError("upstream failed")
+
+    with pytest.raises(ValueError, match="upstream failed"):
+        _native.RowBatcher().append_from(failing(), 1 << 20)
+    with pytest.raises(errors.InvalidArgument, match="iterator"):
+        _native.RowBatcher().append_from([1, 2], 1 << 20)

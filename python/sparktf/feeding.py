@@ -1,8 +1,8 @@
 """The feeding tasks of InputMode.SPARK (they run on executors).
 
-Partition i goes to training worker i mod W. A task hands its rows to the
-native RowBatcher a few hundred at a time (Arrow record batches for
-DataFrames, as numpy views) and pushes batches of about 1 MiB through a
+Partition i goes to training worker i mod W. The native RowBatcher pulls a
+task's rows from the partition's iterator (Arrow record batches for
+DataFrames, as numpy views) and the task pushes batches of about 1 MiB through a
 native FeedSession: into the node's shared-memory ring when the node runs on
 this machine, over TCP to its agent otherwise. Nothing here loops over values
 in Python. ``SPARKTF_FEED_TRANSPORT=tcp`` on the driver forces TCP (tests).
@@ -11,12 +11,10 @@ in Python. ``SPARKTF_FEED_TRANSPORT=tcp`` on the driver forces TCP (tests).
 from __future__ import annotations
 
 import gc
-import itertools
 
 from sparktf import errors
 
 TARGET_BATCH_BYTES = 1 << 20  # batches of about 1 MiB
-CHUNK_ROWS = 256  # Python rows handed to the native batcher at a time
 FIRST_BATCH_ROWS = 256  # Arrow: rows of the first batch, then sized by bytes
 MAX_BATCH_ROWS = 1 << 16
 
@@ -79,31 +77,26 @@ def _with_node(meta: dict, index: int, e: Exception) -> Exception:
 
 def _push_rows(session, rows) -> tuple[int, int]:
     """Pushes an iterator of rows; returns (rows pushed, rows skipped because
-    the consumer stopped reading). Rows go into the native batcher CHUNK_ROWS
-    at a time, so few Python rows are alive at once, and leave as batches of
-    about TARGET_BATCH_BYTES."""
+    the consumer stopped reading). The native batcher pulls the rows from the
+    iterator itself, releasing each once appended, and they leave as batches
+    of about TARGET_BATCH_BYTES."""
     from sparktf import _native
 
     batcher = _native.RowBatcher()
-    pushed = pending = 0
+    pushed = 0
     it = iter(rows)
-    # The cyclic GC would scan the live rows again and again while Spark
-    # unpickles the next ones; rows hold no reference cycles.
+    # The cyclic GC would scan the live objects again and again while Spark
+    # unpickles the rows; rows hold no reference cycles.
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
         while True:
-            chunk = list(itertools.islice(it, CHUNK_ROWS))
-            ended = len(chunk) < CHUNK_ROWS
-            if chunk:
-                batcher.append(chunk)
-                pending += len(chunk)
-                del chunk
-            if pending and (ended or batcher.nbytes >= TARGET_BATCH_BYTES):
+            ended = batcher.append_from(it, TARGET_BATCH_BYTES)
+            pending = batcher.rows
+            if pending:
                 if not session.push_rows(batcher):
                     return pushed, pending + sum(1 for _ in it)
                 pushed += pending
-                pending = 0
             if ended:
                 return pushed, 0
     finally:

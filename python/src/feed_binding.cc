@@ -315,47 +315,24 @@ class RowBatcher {
     nb::object seq = nb::steal(PySequence_Fast(rows.ptr(), "rows must be a sequence"));
     if (!seq.is_valid()) throw nb::python_error();
     const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq.ptr());
-    if (n == 0) return;
-    PyObject* first = PySequence_Fast_GET_ITEM(seq.ptr(), 0);
-    if (rows_ == 0) {
-      tuple_rows_ = PyTuple_Check(first) || PyList_Check(first);
-      width_ = tuple_rows_ ? PySequence_Fast_GET_SIZE(first) : 1;
-      std::vector<std::string> col_names;
-      if (names_) {
-        col_names = *names_;
-      } else if (tuple_rows_ && nb::hasattr(first, "__fields__")) {
-        col_names = nb::cast<std::vector<std::string>>(nb::handle(first).attr("__fields__"));
-      } else {
-        for (Py_ssize_t i = 0; i < width_; ++i) col_names.push_back(std::to_string(i));
-      }
-      if (static_cast<Py_ssize_t>(col_names.size()) != width_) {
-        throw StatusError(Status::InvalidArgument(
-            std::to_string(col_names.size()) + " names for rows of " + std::to_string(width_) +
-            " values"));
-      }
-      // Batches tend to be alike: the columns of the last one keep their
-      // memory rather than growing (and copying) their payloads step by step.
-      bool same = builders_.size() == col_names.size();
-      for (size_t k = 0; same && k < builders_.size(); ++k) same = builders_[k].name() == col_names[k];
-      if (!same) {
-        builders_.clear();
-        for (const auto& name : col_names) builders_.emplace_back(name);
-      }
+    for (Py_ssize_t i = 0; i < n; ++i) AppendRow(PySequence_Fast_GET_ITEM(seq.ptr(), i));
+  }
+
+  // Appends rows from a Python iterator until the batch holds `max_bytes` or
+  // the iterator ends (then returns true). Each row is released as soon as
+  // it is appended, so few Python rows are alive at once.
+  bool AppendFrom(nb::handle iterator, size_t max_bytes) {
+    if (!PyIter_Check(iterator.ptr())) {
+      throw StatusError(Status::InvalidArgument("append_from needs an iterator"));
     }
-    for (Py_ssize_t i = 0; i < n; ++i, ++rows_) {
-      PyObject* row = PySequence_Fast_GET_ITEM(seq.ptr(), i);
-      const size_t r = static_cast<size_t>(rows_);
-      if (!tuple_rows_) {
-        builders_[0].Append(row, r);
-        continue;
+    while (true) {
+      nb::object row = nb::steal(PyIter_Next(iterator.ptr()));
+      if (!row.is_valid()) {
+        if (PyErr_Occurred()) throw nb::python_error();
+        return true;
       }
-      if (!(PyTuple_Check(row) || PyList_Check(row)) || PySequence_Fast_GET_SIZE(row) != width_) {
-        throw StatusError(Status::InvalidArgument("row " + std::to_string(r) + " does not have " +
-                                                  std::to_string(width_) + " values like row 0"));
-      }
-      for (Py_ssize_t c = 0; c < width_; ++c) {
-        builders_[c].Append(PySequence_Fast_GET_ITEM(row, c), r);
-      }
+      AppendRow(row.ptr());
+      if ((rows_ & 15) == 0 && nbytes() >= max_bytes) return false;
     }
   }
 
@@ -390,6 +367,50 @@ class RowBatcher {
   }
 
  private:
+  // The first row of a batch fixes its columns (their number and names).
+  void StartBatch(PyObject* first) {
+    tuple_rows_ = PyTuple_Check(first) || PyList_Check(first);
+    width_ = tuple_rows_ ? PySequence_Fast_GET_SIZE(first) : 1;
+    std::vector<std::string> col_names;
+    if (names_) {
+      col_names = *names_;
+    } else if (tuple_rows_ && nb::hasattr(first, "__fields__")) {
+      col_names = nb::cast<std::vector<std::string>>(nb::handle(first).attr("__fields__"));
+    } else {
+      for (Py_ssize_t i = 0; i < width_; ++i) col_names.push_back(std::to_string(i));
+    }
+    if (static_cast<Py_ssize_t>(col_names.size()) != width_) {
+      throw StatusError(Status::InvalidArgument(
+          std::to_string(col_names.size()) + " names for rows of " + std::to_string(width_) +
+          " values"));
+    }
+    // Batches tend to be alike: the columns of the last one keep their
+    // memory rather than growing (and copying) their payloads step by step.
+    bool same = builders_.size() == col_names.size();
+    for (size_t k = 0; same && k < builders_.size(); ++k) same = builders_[k].name() == col_names[k];
+    if (!same) {
+      builders_.clear();
+      for (const auto& name : col_names) builders_.emplace_back(name);
+    }
+  }
+
+  void AppendRow(PyObject* row) {
+    if (rows_ == 0) StartBatch(row);
+    const size_t r = static_cast<size_t>(rows_);
+    if (!tuple_rows_) {
+      builders_[0].Append(row, r);
+    } else {
+      if (!(PyTuple_Check(row) || PyList_Check(row)) || PySequence_Fast_GET_SIZE(row) != width_) {
+        throw StatusError(Status::InvalidArgument("row " + std::to_string(r) + " does not have " +
+                                                  std::to_string(width_) + " values like row 0"));
+      }
+      for (Py_ssize_t c = 0; c < width_; ++c) {
+        builders_[c].Append(PySequence_Fast_GET_ITEM(row, c), r);
+      }
+    }
+    ++rows_;
+  }
+
   std::optional<std::vector<std::string>> names_;
   std::vector<ColumnBuilder> builders_;
   bool tuple_rows_ = false;
@@ -543,6 +564,9 @@ void InitFeed(nb::module_& m) {
   nb::class_<RowBatcher>(m, "RowBatcher")
       .def(nb::init<std::optional<std::vector<std::string>>>(), nb::arg("names") = nb::none())
       .def("append", &RowBatcher::Append, nb::arg("rows"))
+      // Appends rows from an iterator until about max_bytes are held; True
+      // once the iterator is exhausted.
+      .def("append_from", &RowBatcher::AppendFrom, nb::arg("iterator"), nb::arg("max_bytes"))
       .def("take", [](RowBatcher& b) {
         std::string out = b.Take();
         return nb::bytes(out.data(), out.size());
