@@ -114,12 +114,15 @@ def test_terminate_mid_feed_skips_the_rest(spark, tmp_path, clean_after):
     sc = spark.sparkContext
     cluster = TFCluster.run(sc, feed_funs.terminate_after, {"out": str(tmp_path), "batches": 3},
                             2, input_mode=SPARK)
-    rdd = sc.parallelize(range(4), 4).flatMap(lambda p: [(float(i),) for i in range(100000)])
+    # 100 MB for each node: more than its ring holds, so some rows must wait
+    # for the consumer, which terminates instead.
+    rdd = sc.parallelize(range(4), 4).flatMap(
+        lambda p: [(np.full(512, i, np.float32),) for i in range(25000)])
     stats = cluster.train(rdd)
     cluster.shutdown(timeout=60)
     seen = node_results(tmp_path)
     assert [r["rows"] for r in seen.values()] == [30, 30]
-    assert stats["skipped"] > 0 and stats["rows"] + stats["skipped"] == 400000
+    assert stats["skipped"] > 0 and stats["rows"] + stats["skipped"] == 100000
 
 
 def test_skewed_feed_ends_mwms_in_lockstep(spark, tmp_path, clean_after):
