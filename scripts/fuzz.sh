@@ -6,10 +6,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz --target record_reader_fuzz example_fuzz protocol_fuzz batch_fuzz
+cmake --build --preset fuzz --target record_reader_fuzz example_fuzz protocol_fuzz batch_fuzz pickle_fuzz
 corpus=build/fuzz/corpus
 crashes=build/fuzz/crashes
-mkdir -p "$corpus/record_reader_fuzz" "$corpus/example_fuzz" "$corpus/protocol_fuzz" "$corpus/batch_fuzz" "$crashes"
+mkdir -p "$corpus/record_reader_fuzz" "$corpus/example_fuzz" "$corpus/protocol_fuzz" "$corpus/batch_fuzz" "$corpus/pickle_fuzz" "$crashes"
 .venv/bin/python - "$corpus" <<'PY'
 import os, sys, zlib, gzip
 from sparktf import records as r
@@ -45,9 +45,18 @@ batch = (struct.pack("<IIQ", 0x42465453, 2, 2)
          + struct.pack("<BBHI", 3, 1, 1, 0) + struct.pack("<QQ", 2, 16) + b"y" + b"\0" * 7
          + struct.pack("<4f", 1, 2, 3, 4) + struct.pack("<2q", 5, 6))
 open(os.path.join(corpus, "batch_fuzz", "seed"), "wb").write(batch)
+# PySpark's pickled row batches: numbers, text, lists and numpy arrays.
+import pickle
+import numpy as np
+rows = {"scalars": [(0.5, 7, True, "ab", b"cd", None, 2**40)] * 3,
+        "lists": [([float(i), 2.0], [i, i + 1]) for i in range(5)],
+        "numpy": [(np.arange(6, dtype=t).reshape(2, 3), i)
+                  for i, t in enumerate(["f4", "f8", "i4", "i8", "u1", "?"])]}
+for name, value in rows.items():
+    open(os.path.join(corpus, "pickle_fuzz", name), "wb").write(pickle.dumps(value, 5))
 PY
 status=0
-for target in record_reader_fuzz example_fuzz protocol_fuzz batch_fuzz; do
+for target in record_reader_fuzz example_fuzz protocol_fuzz batch_fuzz pickle_fuzz; do
   echo "fuzz: $target for ${seconds}s"
   if ! build/fuzz/cpp/$target "$corpus/$target" -max_total_time="$seconds" \
        -rss_limit_mb=2048 -max_len=65536 -artifact_prefix="$crashes/$target-" \

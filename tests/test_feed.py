@@ -187,3 +187,68 @@ def test_row_batcher_pulls_rows_from_an_iterator_in_batches_of_about_max_bytes()
         _native.RowBatcher().append_from(failing(), 1 << 20)
     with pytest.raises(errors.InvalidArgument, match="iterator"):
         _native.RowBatcher().append_from([1, 2], 1 << 20)
+
+
+PICKLED_ROWS = {
+    "scalars": [(float(i), i - 5, i % 2 == 0, f"s{i}", b"b" * i) for i in range(50)],
+    "lists": [([0.5 * i, 1.0, -2.5], [i, -i], (True, False)) for i in range(30)],
+    "one value": [float(i) for i in range(20)],
+    "a row is a list": [[float(i), 2.0, 3.0] for i in range(10)],
+    **{f"numpy {t}": [(np.arange(6, dtype=t).reshape(2, 3) + i, i) for i in range(4)]
+       for t in ("f4", "f8", "i4", "i8", "u1")},
+    "numpy bool": [(np.array([True, False, i % 2 == 0]),) for i in range(5)],
+    "repeated objects (memo)": [(np.ones(3, np.float32), "same")] * 7,
+    "long lists (several APPENDS)": [([float(v) for v in range(2500)], 1)] * 3,
+}
+
+
+@pytest.mark.parametrize("name", list(PICKLED_ROWS))
+@pytest.mark.parametrize("dumps", ["pickle", "cloudpickle"])
+def test_append_pickled_reads_rows_as_python_would(name, dumps):
+    import pickle
+
+    from pyspark import cloudpickle
+
+    rows = PICKLED_ROWS[name]
+    blob = (pickle.dumps if dumps == "pickle" else cloudpickle.dumps)(rows, 5)
+    b = _native.RowBatcher()
+    assert b.append_pickled(blob) == len(rows)
+    assert b.take() == _native.rows_to_batch(rows)
+    # Half through Python, half read natively: one batch, as one call makes.
+    half = len(rows) // 2
+    b.append(rows[:half])
+    assert b.append_pickled(pickle.dumps(rows[half:], 5)) == len(rows) - half
+    assert b.take() == _native.rows_to_batch(rows)
+
+
+@pytest.mark.parametrize("rows", [
+    [({"a": 1},)],                                  # other types
+    [(2 ** 70,)],                                   # beyond int64
+    [(None,)],
+    [(1.0,), (2,)],                                 # float then int: Python converts
+    [([1, 2.5],)],                                  # mixed list
+    [(np.float32(1.5),)],                           # numpy scalar
+    [(np.zeros((2, 2), np.float32, order="F"),)],   # Fortran order
+    [(np.zeros(3, ">f4"),)],                        # big-endian
+    [(np.zeros(3, np.int16),)],                     # a dtype feeds do not carry
+    [(1.0, 2.0), (1.0,)],                           # rows of different widths
+    [([],)],
+], ids=str)
+def test_append_pickled_leaves_what_only_python_reads_to_python(rows):
+    import pickle
+
+    b = _native.RowBatcher()
+    assert b.append_pickled(pickle.dumps(rows, 5)) == -1
+    assert b.rows == 0  # nothing appended
+
+
+def test_append_pickled_refuses_rows_unlike_the_batch_so_far():
+    import pickle
+
+    b = _native.RowBatcher()
+    b.append([(1.0, [1.0, 2.0])])
+    assert b.append_pickled(pickle.dumps([(1.0, [1.0, 2.0, 3.0])], 5)) == -1  # other shape
+    assert b.append_pickled(pickle.dumps([(1, [1.0, 2.0])], 5)) == -1  # other type
+    assert b.append_pickled(pickle.dumps([(2.0, [3.0, 4.0])], 5)) == 1
+    assert b.rows == 2
+    assert b.append_pickled(b"\x80\x05garbage") == -1

@@ -41,12 +41,18 @@ def transport(request, monkeypatch):
     return request.param
 
 
-def test_train_feeds_every_row_once(spark, tmp_path, transport, clean_after):
+@pytest.mark.parametrize("source", ["pipelined", "cached"])
+def test_train_feeds_every_row_once(spark, tmp_path, transport, source, clean_after):
+    from sparktf import feeding
+
     sc = spark.sparkContext
     cluster = TFCluster.run(sc, feed_funs.count_rows, {"out": str(tmp_path), "batch": 100}, 2,
                             input_mode=SPARK)
     rdd = sc.parallelize(range(8), 8).flatMap(
         lambda p: [(float(p * 1000 + i), np.arange(3, dtype=np.float32)) for i in range(1000)])
+    if source == "cached":  # fed from the stored pickles, read in C++
+        rdd = rdd.cache()
+    assert (feeding.pickled_batches(rdd) is not None) == (source == "cached")
     stats = cluster.train(rdd, num_epochs=2)
     cluster.shutdown(timeout=120)
     assert stats["rows"] == 16000 and stats["skipped"] == 0

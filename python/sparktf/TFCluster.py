@@ -283,8 +283,10 @@ class TFCluster:
             schema = "partition long, pushed long, skipped long, local boolean"
             job = lambda: [tuple(r) for r in data.mapInArrow(fn, schema).collect()]  # noqa: E731
         else:
-            fn = feeding.feed_rdd_partition(meta)
-            job = lambda: data.mapPartitionsWithIndex(fn).collect()  # noqa: E731
+            pickled = feeding.pickled_batches(data)
+            fn = feeding.feed_rdd_partition(meta, pickled is not None)
+            source = data if pickled is None else pickled
+            job = lambda: source.mapPartitionsWithIndex(fn).collect()  # noqa: E731
         total = {"rows": 0, "skipped": 0, "partitions": 0, "local_partitions": 0}
         for epoch in range(int(num_epochs)):
             t0 = time.monotonic()
@@ -309,8 +311,10 @@ class TFCluster:
         meta = self._feed_meta(qname, feed_timeout)
         from sparktf import feeding
 
-        return rdd.mapPartitionsWithIndex(feeding.infer_rdd_partition(meta),
-                                          preservesPartitioning=True)
+        pickled = feeding.pickled_batches(rdd)
+        source = rdd if pickled is None else pickled
+        return source.mapPartitionsWithIndex(
+            feeding.infer_rdd_partition(meta, pickled is not None), preservesPartitioning=True)
 
     def _close_feeds(self, timeout: float = 60) -> None:
         for qname in self._queues:

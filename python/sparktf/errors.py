@@ -58,6 +58,10 @@ class Internal(SparktfError, RuntimeError):
     """A bug in sparktf: please report it."""
 
 
+class Unimplemented(SparktfError, NotImplementedError):
+    """Valid input that this path does not handle."""
+
+
 # Indexed by the core's StatusCode values (cpp/src/sparktf/common/status.h).
 _BY_CODE = {
     1: InvalidArgument,
@@ -72,6 +76,7 @@ _BY_CODE = {
     10: Aborted,
     11: Cancelled,
     12: Internal,
+    13: Unimplemented,
 }
 
 

@@ -1,20 +1,25 @@
 """The feeding tasks of InputMode.SPARK (they run on executors).
 
-Partition i goes to training worker i mod W. The native RowBatcher pulls a
-task's rows from the partition's iterator (Arrow record batches for
-DataFrames, as numpy views) and the task pushes batches of about 1 MiB through a
-native FeedSession: into the node's shared-memory ring when the node runs on
-this machine, over TCP to its agent otherwise. Nothing here loops over values
-in Python. ``SPARKTF_FEED_TRANSPORT=tcp`` on the driver forces TCP (tests).
+Partition i goes to training worker i mod W. The native RowBatcher reads a
+partition's rows as PySpark stores them, pickled, without making Python
+objects of them (pickled_batches); else it pulls rows from the partition's
+iterator. DataFrames come as Arrow record batches, read as numpy views. The
+task pushes batches of about 1 MiB through a native FeedSession: into the
+node's shared-memory ring when the node runs on this machine, over TCP to its
+agent otherwise. Nothing here loops over values in Python. ``SPARKTF_FEED_TRANSPORT=tcp`` on the driver forces TCP (tests).
 """
 
 from __future__ import annotations
 
 import gc
+import pickle
 
 from sparktf import errors
 
 TARGET_BATCH_BYTES = 1 << 20  # batches of about 1 MiB
+# Pickled row batches larger than this are unpickled and cut in Python, so
+# that no pushed batch comes near a ring's message limit (half its 64 MiB).
+MAX_PICKLED_BYTES = 8 << 20
 FIRST_BATCH_ROWS = 256  # Arrow: rows of the first batch, then sized by bytes
 MAX_BATCH_ROWS = 1 << 16
 
@@ -75,46 +80,87 @@ def _with_node(meta: dict, index: int, e: Exception) -> Exception:
                    f"({t['job_name']}:{t['task_index']} on {t['host']}): {e}")
 
 
-def _push_rows(session, rows) -> tuple[int, int]:
-    """Pushes an iterator of rows; returns (rows pushed, rows skipped because
-    the consumer stopped reading). The native batcher pulls the rows from the
-    iterator itself, releasing each once appended, and they leave as batches
-    of about TARGET_BATCH_BYTES."""
+def pickled_batches(rdd):
+    """The RDD of `rdd`'s stored row batches, each a pickled list of rows
+    (bytes), when PySpark keeps its rows so and reading them needs nothing to
+    run first (a source RDD, or a cached one); None otherwise. Feeding tasks
+    read these pickles in C++ (RowBatcher.append_pickled): no Python object
+    per value."""
+    from pyspark import RDD
+    from pyspark.rdd import PipelinedRDD
+    from pyspark.serializers import (BatchedSerializer, CloudPickleSerializer,
+                                     NoOpSerializer, PickleSerializer)
+
+    ser = getattr(rdd, "_jrdd_deserializer", None)
+    if not isinstance(ser, BatchedSerializer) or \
+            type(ser.serializer) not in (PickleSerializer, CloudPickleSerializer):
+        return None
+    if isinstance(rdd, PipelinedRDD) and not rdd.is_cached:
+        return None  # its functions run in the feeding task itself instead
+    return RDD(rdd._jrdd, rdd.ctx, NoOpSerializer())
+
+
+def _unpickle(blob: bytes) -> list:
+    return pickle.loads(blob, encoding="bytes")  # as PySpark's pickle serializers
+
+
+def _count_rows(items, pickled: bool) -> int:
+    if pickled:
+        return sum(len(_unpickle(blob)) for blob in items)
+    return sum(1 for _ in items)
+
+
+def _push_rows(session, items, pickled: bool = False) -> tuple[int, int]:
+    """Pushes a partition; returns (rows pushed, rows skipped because the
+    consumer stopped reading). `items`: the rows, or with `pickled` the
+    partition's pickled row batches (see pickled_batches). The native batcher
+    reads the pickles itself (unpickling in Python only those that hold other
+    values, or are huge) or pulls rows from the iterator, releasing each once
+    appended; rows leave as batches of about TARGET_BATCH_BYTES."""
     from sparktf import _native
 
     batcher = _native.RowBatcher()
-    pushed = 0
-    it = iter(rows)
+    it = iter(items)
     # The cyclic GC would scan the live objects again and again while Spark
     # unpickles the rows; rows hold no reference cycles.
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        while True:
-            ended = batcher.append_from(it, TARGET_BATCH_BYTES)
+        for blob in (it if pickled else [None]):
+            rows = it if not pickled else None
+            if pickled and (len(blob) > MAX_PICKLED_BYTES or batcher.append_pickled(blob) < 0):
+                rows = iter(_unpickle(blob))
+            while True:
+                ended = rows is None or batcher.append_from(rows, TARGET_BATCH_BYTES)
+                if batcher.rows and (not ended or batcher.nbytes >= TARGET_BATCH_BYTES):
+                    pending = batcher.rows
+                    if not session.push_rows(batcher):
+                        skipped = pending + (_count_rows(rows, False) if rows else 0)
+                        return session.rows_pushed, skipped + (_count_rows(it, True) if pickled else 0)
+                if ended:
+                    break
+        if batcher.rows:
             pending = batcher.rows
-            if pending:
-                if not session.push_rows(batcher):
-                    return pushed, pending + sum(1 for _ in it)
-                pushed += pending
-            if ended:
-                return pushed, 0
+            if not session.push_rows(batcher):
+                return session.rows_pushed, pending
+        return session.rows_pushed, 0
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def feed_rdd_partition(meta: dict):
-    """mapPartitionsWithIndex function of cluster.train on an RDD: yields one
-    (partition, rows pushed, rows skipped, local) tuple."""
+def feed_rdd_partition(meta: dict, pickled: bool = False):
+    """mapPartitionsWithIndex function of cluster.train on an RDD (with
+    `pickled`, on its pickled_batches): yields one (partition, rows pushed,
+    rows skipped, local) tuple."""
 
-    def feed(index, rows):
+    def feed(index, items):
         try:
             session = _session(meta, index, False)
             if session is None:
-                yield (index, 0, sum(1 for _ in rows), False)
+                yield (index, 0, _count_rows(items, pickled), False)
                 return
-            pushed, skipped = _push_rows(session, rows)
+            pushed, skipped = _push_rows(session, items, pickled)
             session.finish()
         except errors.SparktfError as e:
             raise _with_node(meta, index, e) from None
@@ -204,17 +250,18 @@ def feed_arrow_partition(meta: dict):
     return feed
 
 
-def infer_rdd_partition(meta: dict):
-    """mapPartitionsWithIndex function of cluster.inference: yields the
-    results of the partition, in the order of its rows."""
+def infer_rdd_partition(meta: dict, pickled: bool = False):
+    """mapPartitionsWithIndex function of cluster.inference (with `pickled`,
+    on the RDD's pickled_batches): yields the results of the partition, in the
+    order of its rows."""
 
-    def infer(index, rows):
+    def infer(index, items):
         from sparktf import _native
         from sparktf.node import _rows_of
 
         try:
             session = _session(meta, index, True)
-            pushed, skipped = _push_rows(session, rows)
+            pushed, skipped = _push_rows(session, items, pickled)
             if skipped:
                 raise errors.Cancelled(f"the consumer stopped reading after {pushed} rows; "
                                        f"{skipped} rows of this partition have no result")

@@ -15,7 +15,7 @@ void InitErrors(nb::module_& m) {
   });
   m.def("status_code_names", [] {
     nb::dict out;
-    for (int c = 0; c <= static_cast<int>(StatusCode::kInternal); ++c) {
+    for (int c = 0; c <= static_cast<int>(StatusCode::kLastCode); ++c) {
       out[nb::int_(c)] = std::string(StatusCodeName(static_cast<StatusCode>(c)));
     }
     return out;

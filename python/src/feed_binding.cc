@@ -9,6 +9,7 @@
 
 #include "bindings.h"
 #include "sparktf/feed/batch.h"
+#include "sparktf/feed/pickle_rows.h"
 #include "sparktf/feed/ring.h"
 
 namespace sparktf::python {
@@ -91,6 +92,75 @@ class ColumnBuilder {
     ++rows_;
   }
 
+  // A column's value type and per-row shape, as the first value fixes them.
+  struct Signature {
+    int shape_kind;
+    ColumnType type;
+    std::vector<uint64_t> inner;
+    bool operator==(const Signature&) const = default;
+  };
+
+  // The signature Append gives a value like `v` (a value read from a pickle
+  // without Python), when AppendParsed appends it exactly as Append appends
+  // the Python object; nullopt for anything else (then the rows go through
+  // Python): numbers, str/bytes, non-empty lists and tuples of floats, of
+  // ints or of bools, and numpy arrays of at least one dimension.
+  static std::optional<Signature> SignatureOf(const PickledRows& r, const PickleValue& v) {
+    using K = PickleValue::Kind;
+    switch (v.kind) {
+      case K::kFloat: return Signature{kScalar, ColumnType::kFloat32, {}};
+      case K::kInt: return Signature{kScalar, ColumnType::kInt64, {}};
+      case K::kBool: return Signature{kScalar, ColumnType::kBool, {}};
+      case K::kStr:
+      case K::kBytes: return Signature{kScalar, ColumnType::kBytes, {}};
+      case K::kList:
+      case K::kTuple: {
+        const auto items = r.Items(v);
+        if (items.empty()) return std::nullopt;
+        const K k = items[0].kind;
+        if (k != K::kFloat && k != K::kInt && k != K::kBool) return std::nullopt;
+        for (const PickleValue& item : items) {
+          if (item.kind != k) return std::nullopt;
+        }
+        const ColumnType t = k == K::kFloat ? ColumnType::kFloat32
+                             : k == K::kInt ? ColumnType::kInt64
+                                            : ColumnType::kBool;
+        return Signature{kSequence, t, {static_cast<uint64_t>(items.size())}};
+      }
+      case K::kArray: return Signature{kArray, r.Array(v).type, r.Array(v).shape};
+      default: return std::nullopt;
+    }
+  }
+  // Whether values of signature `s` can be appended now.
+  bool Accepts(const Signature& s) const {
+    return rows_ == 0 || (s.shape_kind == shape_kind_ && s.type == type_ && s.inner == inner_);
+  }
+  // Appends a value whose signature `s` this column Accepts.
+  void AppendParsed(const PickledRows& r, const PickleValue& v, const Signature& s) {
+    if (rows_ == 0) {
+      shape_kind_ = static_cast<ShapeKind>(s.shape_kind);
+      type_ = s.type;
+      inner_ = s.inner;
+    }
+    switch (shape_kind_) {
+      case kScalar:
+        if (type_ == ColumnType::kBytes) {
+          data_.append(r.Text(v));
+          offsets_.push_back(data_.size());
+        } else {
+          PutParsed(std::span<const PickleValue>(&v, 1));
+        }
+        break;
+      case kSequence:
+        PutParsed(r.Items(v));
+        break;
+      case kArray:
+        data_.append(r.Array(v).data);
+        break;
+    }
+    ++rows_;
+  }
+
   const std::string& name() const { return name_; }
   size_t nbytes() const { return data_.size() + offsets_.size() * 8; }
   // Empties the column for the next batch (whose first value types it anew),
@@ -122,6 +192,32 @@ class ColumnBuilder {
 
  private:
   enum ShapeKind { kScalar, kSequence, kArray };
+
+  // Numbers of this column's type, read from a pickle (as PutNumber).
+  void PutParsed(std::span<const PickleValue> values) {
+    const size_t at = data_.size();
+    data_.resize(at + values.size() * ItemSize(type_));
+    char* out = data_.data() + at;
+    switch (type_) {
+      case ColumnType::kFloat32:
+        for (const PickleValue& v : values) {
+          const float f = static_cast<float>(v.f);
+          std::memcpy(out, &f, 4);
+          out += 4;
+        }
+        return;
+      case ColumnType::kInt64:
+        for (const PickleValue& v : values) {
+          std::memcpy(out, &v.i, 8);
+          out += 8;
+        }
+        return;
+      case ColumnType::kBool:
+        for (const PickleValue& v : values) *out++ = v.i ? 1 : 0;
+        return;
+      default: return;  // never: SignatureOf gives only these for numbers
+    }
+  }
 
   [[noreturn]] void Fail(size_t row, const std::string& what) const {
     throw StatusError(Status::InvalidArgument("row " + std::to_string(row) + ", column '" +
@@ -318,6 +414,56 @@ class RowBatcher {
     for (Py_ssize_t i = 0; i < n; ++i) AppendRow(PySequence_Fast_GET_ITEM(seq.ptr(), i));
   }
 
+  // Appends the rows of one pickled list of rows (a batch of PySpark's pickle
+  // serializer) without unpickling them; returns how many. Returns -1, with
+  // nothing appended, when the pickle holds values that only Python reads or
+  // rows that differ in structure from each other or from the batch so far:
+  // then append(pickle.loads(blob)), which handles them or says what is wrong.
+  int64_t AppendPickled(nb::bytes blob) {
+    using K = PickleValue::Kind;
+    if (!pickled_.Parse(std::string_view(blob.c_str(), blob.size())).ok()) return -1;
+    const size_t n = pickled_.rows();
+    if (n == 0) return 0;
+    const PickleValue& first = pickled_.row(0);
+    const bool tuple_rows = first.kind == K::kTuple || first.kind == K::kList;
+    const size_t width = tuple_rows ? pickled_.Items(first).size() : 1;
+    if (width == 0 || (rows_ > 0 && (tuple_rows != tuple_rows_ ||
+                                     static_cast<Py_ssize_t>(width) != width_))) {
+      return -1;
+    }
+    if (rows_ == 0 && names_ && names_->size() != width) return -1;
+    // Every row is checked before any is appended.
+    signatures_.clear();
+    for (size_t i = 0; i < n; ++i) {
+      const PickleValue& row = pickled_.row(i);
+      std::span<const PickleValue> values(&row, 1);
+      if (tuple_rows) {
+        if (row.kind != K::kTuple && row.kind != K::kList) return -1;
+        values = pickled_.Items(row);
+        if (values.size() != width) return -1;
+      }
+      for (size_t c = 0; c < width; ++c) {
+        std::optional<ColumnBuilder::Signature> s = ColumnBuilder::SignatureOf(pickled_, values[c]);
+        if (!s) return -1;
+        if (i == 0) {
+          if (rows_ > 0 && !builders_[c].Accepts(*s)) return -1;
+          signatures_.push_back(std::move(*s));
+        } else if (!(*s == signatures_[c])) {
+          return -1;
+        }
+      }
+    }
+    if (rows_ == 0) StartBatch(tuple_rows, static_cast<Py_ssize_t>(width), std::nullopt);
+    for (size_t i = 0; i < n; ++i) {
+      const PickleValue& row = pickled_.row(i);
+      std::span<const PickleValue> values =
+          tuple_rows ? pickled_.Items(row) : std::span<const PickleValue>(&row, 1);
+      for (size_t c = 0; c < width; ++c) builders_[c].AppendParsed(pickled_, values[c], signatures_[c]);
+    }
+    rows_ += static_cast<Py_ssize_t>(n);
+    return static_cast<int64_t>(n);
+  }
+
   // Appends rows from a Python iterator until the batch holds `max_bytes` or
   // the iterator ends (then returns true). Each row is released as soon as
   // it is appended, so few Python rows are alive at once.
@@ -369,13 +515,23 @@ class RowBatcher {
  private:
   // The first row of a batch fixes its columns (their number and names).
   void StartBatch(PyObject* first) {
-    tuple_rows_ = PyTuple_Check(first) || PyList_Check(first);
-    width_ = tuple_rows_ ? PySequence_Fast_GET_SIZE(first) : 1;
+    const bool tuple_rows = PyTuple_Check(first) || PyList_Check(first);
+    std::optional<std::vector<std::string>> fields;
+    if (tuple_rows && nb::hasattr(first, "__fields__")) {
+      fields = nb::cast<std::vector<std::string>>(nb::handle(first).attr("__fields__"));
+    }
+    StartBatch(tuple_rows, tuple_rows ? PySequence_Fast_GET_SIZE(first) : 1, std::move(fields));
+  }
+
+  // fields: the names a row carries (pyspark Rows), if any.
+  void StartBatch(bool tuple_rows, Py_ssize_t width, std::optional<std::vector<std::string>> fields) {
+    tuple_rows_ = tuple_rows;
+    width_ = width;
     std::vector<std::string> col_names;
     if (names_) {
       col_names = *names_;
-    } else if (tuple_rows_ && nb::hasattr(first, "__fields__")) {
-      col_names = nb::cast<std::vector<std::string>>(nb::handle(first).attr("__fields__"));
+    } else if (fields) {
+      col_names = std::move(*fields);
     } else {
       for (Py_ssize_t i = 0; i < width_; ++i) col_names.push_back(std::to_string(i));
     }
@@ -413,6 +569,8 @@ class RowBatcher {
 
   std::optional<std::vector<std::string>> names_;
   std::vector<ColumnBuilder> builders_;
+  PickledRows pickled_;  // AppendPickled's reader, kept for its memory
+  std::vector<ColumnBuilder::Signature> signatures_;
   bool tuple_rows_ = false;
   Py_ssize_t width_ = 0;
   Py_ssize_t rows_ = 0;
@@ -567,6 +725,9 @@ void InitFeed(nb::module_& m) {
       // Appends rows from an iterator until about max_bytes are held; True
       // once the iterator is exhausted.
       .def("append_from", &RowBatcher::AppendFrom, nb::arg("iterator"), nb::arg("max_bytes"))
+      // Appends a pickled list of rows without unpickling it; the row count,
+      // or -1 (nothing appended) if it needs Python: append(pickle.loads(blob)).
+      .def("append_pickled", &RowBatcher::AppendPickled, nb::arg("blob"))
       .def("take", [](RowBatcher& b) {
         std::string out = b.Take();
         return nb::bytes(out.data(), out.size());

@@ -119,7 +119,7 @@ Status ErrorFromPayload(std::string_view payload, const std::string& peer) {
     return Status::Internal(peer + " sent an unreadable error");
   }
   int code = j.value("code", static_cast<int>(StatusCode::kInternal));
-  if (code <= 0 || code > static_cast<int>(StatusCode::kInternal)) {
+  if (code <= 0 || code > static_cast<int>(StatusCode::kLastCode)) {
     code = static_cast<int>(StatusCode::kInternal);
   }
   return Status(static_cast<StatusCode>(code), peer + ": " + j.value("message", ""));

@@ -20,6 +20,7 @@ std::string_view StatusCodeName(StatusCode code) {
     case StatusCode::kAborted: return "Aborted";
     case StatusCode::kCancelled: return "Cancelled";
     case StatusCode::kInternal: return "Internal";
+    case StatusCode::kUnimplemented: return "Unimplemented";
   }
   return "Unknown";
 }

@@ -15,6 +15,7 @@
 //   kResourceExhausted a limit was hit (queue full, frame too big)
 //   kAborted / kCancelled  the operation was stopped on purpose
 //   kInternal         a bug in sparktf
+//   kUnimplemented    valid input that this path does not handle (use another)
 #pragma once
 
 #include <memory>
@@ -38,6 +39,8 @@ enum class StatusCode : int {
   kAborted = 10,
   kCancelled = 11,
   kInternal = 12,
+  kUnimplemented = 13,
+  kLastCode = kUnimplemented,
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -83,6 +86,9 @@ class [[nodiscard]] Status {
   }
   static Status Internal(std::string msg) {
     return {StatusCode::kInternal, std::move(msg)};
+  }
+  static Status Unimplemented(std::string msg) {
+    return {StatusCode::kUnimplemented, std::move(msg)};
   }
   // An IOError built from errno, e.g. FromErrno("open /x", ENOENT) ->
   // "open /x: No such file or directory" (kNotFound for ENOENT).
