@@ -50,7 +50,7 @@ import pickle
 import numpy as np
 rows = {"scalars": [(0.5, 7, True, "ab", b"cd", None, 2**40)] * 3,
         "lists": [([float(i), 2.0], [i, i + 1]) for i in range(5)],
-        "numpy": [(np.arange(6, dtype=t).reshape(2, 3), i)
+        "numpy": [(np.arange(6).astype(t).reshape(2, 3), i)
                   for i, t in enumerate(["f4", "f8", "i4", "i8", "u1", "?"])]}
 for name, value in rows.items():
     open(os.path.join(corpus, "pickle_fuzz", name), "wb").write(pickle.dumps(value, 5))
