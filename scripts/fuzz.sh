@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (CMake preset "fuzz": clang, ASan+UBSan) and runs
 # each for SECONDS (default 60) from a seed corpus of valid files. Crashes are
-# written to build/fuzz/crashes/ and fail the script.
+# written to build/fuzz/crashes/ and fail the script, as does an input that
+# takes over 10 s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
@@ -58,7 +59,7 @@ PY
 status=0
 for target in record_reader_fuzz example_fuzz protocol_fuzz batch_fuzz pickle_fuzz; do
   echo "fuzz: $target for ${seconds}s"
-  if ! build/fuzz/cpp/$target "$corpus/$target" -max_total_time="$seconds" \
+  if ! build/fuzz/cpp/$target "$corpus/$target" -max_total_time="$seconds" -timeout=10 \
        -rss_limit_mb=2048 -max_len=65536 -artifact_prefix="$crashes/$target-" \
        -print_final_stats=1 2>build/fuzz/$target.log; then
     echo "fuzz: $target FAILED; see build/fuzz/$target.log and $crashes" >&2

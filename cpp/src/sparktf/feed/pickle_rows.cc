@@ -148,11 +148,17 @@ Status PickledRows::Run() {
     pos += n;
     return v;
   };
-  auto push = [&](Kind kind, uint64_t payload, uint32_t len = 0) {
+  auto push = [&](Kind kind, uint64_t ref, uint32_t len = 0) {
     PickleValue v;
     v.kind = kind;
-    v.ref = payload;
+    v.ref = ref;
     v.len = len;
+    stack_.push_back(v);
+  };
+  auto push_int = [&](Kind kind, int64_t i) {  // kInt, kBool
+    PickleValue v;
+    v.kind = kind;
+    v.i = i;
     stack_.push_back(v);
   };
   // A string or bytes value of `n` bytes at pos.
@@ -244,19 +250,19 @@ Status PickledRows::Run() {
         break;
       case 0x88:  // NEWTRUE
       case 0x89:  // NEWFALSE
-        push(Kind::kBool, op == 0x88 ? 1 : 0);
+        push_int(Kind::kBool, op == 0x88 ? 1 : 0);
         break;
       case 'J':  // BININT: signed 4 bytes
         if (!need(4)) return Malformed("truncated BININT");
-        push(Kind::kInt, static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(read_le(4)))));
+        push_int(Kind::kInt, static_cast<int32_t>(read_le(4)));
         break;
       case 'K':  // BININT1
         if (!need(1)) return Malformed("truncated BININT1");
-        push(Kind::kInt, read_le(1));
+        push_int(Kind::kInt, static_cast<int64_t>(read_le(1)));
         break;
       case 'M':  // BININT2
         if (!need(2)) return Malformed("truncated BININT2");
-        push(Kind::kInt, read_le(2));
+        push_int(Kind::kInt, static_cast<int64_t>(read_le(2)));
         break;
       case 0x8a: {  // LONG1: n bytes, two's complement little-endian
         if (!need(1)) return Malformed("truncated LONG1");
@@ -265,7 +271,7 @@ Status PickledRows::Run() {
         if (n > 8) return Unsupported("int beyond 64 bits");
         uint64_t v = read_le(n);
         if (n > 0 && n < 8 && (v >> (8 * n - 1)) & 1) v |= ~uint64_t{0} << (8 * n);  // sign
-        push(Kind::kInt, v);
+        push_int(Kind::kInt, static_cast<int64_t>(v));
         break;
       }
       case 'G': {  // BINFLOAT: big-endian double; lists of floats are runs of them
@@ -375,10 +381,7 @@ Status PickledRows::Run() {
         RETURN_NOT_OK(Build());
         break;
       default:
-        return Unsupported("opcode 0x" + [&] {
-          static const char* hex = "0123456789abcdef";
-          return std::string{hex[op >> 4], hex[op & 15]};
-        }());
+        return Unsupported("opcode " + std::to_string(op));
     }
   }
   return Malformed("no STOP");
