@@ -171,6 +171,11 @@ Status PickledRows::Run() {
     pos += static_cast<size_t>(n);
     return Status::OK();
   };
+  // A value whose length, of `width` bytes, comes first.
+  auto push_sized = [&](Kind kind, size_t width) -> Status {
+    if (!need(width)) return Malformed("truncated length");
+    return push_text(kind, read_le(width));
+  };
   auto pop_mark = [&](size_t* from) -> Status {
     if (marks_.empty()) return Malformed("no MARK");
     *from = marks_.back();
@@ -292,34 +297,14 @@ Status PickledRows::Run() {
         pos += 9 * n - 1;
         break;
       }
-      case 0x8c:  // SHORT_BINUNICODE
-        if (!need(1)) return Malformed("truncated string");
-        RETURN_NOT_OK(push_text(Kind::kStr, read_le(1)));
-        break;
-      case 'X':  // BINUNICODE
-        if (!need(4)) return Malformed("truncated string");
-        RETURN_NOT_OK(push_text(Kind::kStr, read_le(4)));
-        break;
-      case 0x8d:  // BINUNICODE8
-        if (!need(8)) return Malformed("truncated string");
-        RETURN_NOT_OK(push_text(Kind::kStr, read_le(8)));
-        break;
-      case 'C':  // SHORT_BINBYTES
-        if (!need(1)) return Malformed("truncated bytes");
-        RETURN_NOT_OK(push_text(Kind::kBytes, read_le(1)));
-        break;
-      case 'B':  // BINBYTES
-        if (!need(4)) return Malformed("truncated bytes");
-        RETURN_NOT_OK(push_text(Kind::kBytes, read_le(4)));
-        break;
-      case 0x8e:  // BINBYTES8
-        if (!need(8)) return Malformed("truncated bytes");
-        RETURN_NOT_OK(push_text(Kind::kBytes, read_le(8)));
-        break;
-      case 0x96:  // BYTEARRAY8
-        if (!need(8)) return Malformed("truncated bytearray");
-        RETURN_NOT_OK(push_text(Kind::kByteArray, read_le(8)));
-        break;
+      // str, bytes and bytearray: a length of 1, 4 or 8 bytes, then the data
+      case 0x8c: RETURN_NOT_OK(push_sized(Kind::kStr, 1)); break;        // SHORT_BINUNICODE
+      case 'X': RETURN_NOT_OK(push_sized(Kind::kStr, 4)); break;         // BINUNICODE
+      case 0x8d: RETURN_NOT_OK(push_sized(Kind::kStr, 8)); break;        // BINUNICODE8
+      case 'C': RETURN_NOT_OK(push_sized(Kind::kBytes, 1)); break;       // SHORT_BINBYTES
+      case 'B': RETURN_NOT_OK(push_sized(Kind::kBytes, 4)); break;       // BINBYTES
+      case 0x8e: RETURN_NOT_OK(push_sized(Kind::kBytes, 8)); break;      // BINBYTES8
+      case 0x96: RETURN_NOT_OK(push_sized(Kind::kByteArray, 8)); break;  // BYTEARRAY8
       case 0x94:  // MEMOIZE
         if (Available() < 1) return Malformed("MEMOIZE on an empty stack");
         memo_.push_back(stack_.back());
