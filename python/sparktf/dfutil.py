@@ -28,6 +28,7 @@ are null inside an array cannot be stored and are an error.
 from __future__ import annotations
 
 import os
+import uuid
 from typing import Iterable, Iterator, Sequence
 
 import numpy as np
@@ -42,14 +43,11 @@ _SUFFIX = {"": ".tfrecord", "none": ".tfrecord", "gzip": ".tfrecord.gz",
            "zlib": ".tfrecord.zlib"}
 
 
-def _local_path(path: str) -> str:
-    if path.startswith("file://"):
-        return path[len("file://"):]
-    if "://" in path:
-        raise errors.InvalidArgument(
-            f"{path}: only local or shared-filesystem paths are supported so far "
-            "(use a path mounted on every executor)")
-    return os.path.abspath(path)
+def _qualify(path) -> str:
+    """A URI every executor resolves the same way: URIs stay as they are, and
+    local paths become absolute (they must name a shared mount)."""
+    path = os.fspath(path)
+    return path if "://" in path else os.path.abspath(path)
 
 
 # ---- DataFrame -> TFRecords ---------------------------------------------------
@@ -106,15 +104,23 @@ def _arrow_columns(batch) -> list[tuple]:
 
 
 def saveAsTFRecords(df, output_dir: str, num_shards: int | None = None,
-                    compression: str | None = None) -> int:
-    """Writes ``df`` as TFRecord files of tf.train.Example under ``output_dir``,
-    from the executors: one file per partition, or ``num_shards`` files
-    (repartitioning first). Files are named ``part-r-NNNNN.tfrecord`` (``.gz``
-    or ``.zlib`` with compression) and committed atomically per task; a
-    ``_SUCCESS`` marker ends a complete write. Returns the number of records."""
+                    compression: str | None = None, mode: str = "error") -> int:
+    """Writes ``df`` as TFRecord files of tf.train.Example under ``output_dir``
+    (a shared local path, ``hdfs://...`` or ``s3://...``), from the executors:
+    one file per partition, or ``num_shards`` files (repartitioning first).
+    Files are named ``part-r-NNNNN.tfrecord`` (``.gz`` or ``.zlib`` with
+    compression). Returns the number of records.
+
+    The write is committed as a whole, like Spark's file output committers:
+    each task attempt writes under ``output_dir/_temporary/``, and only when
+    every task succeeded does the driver move the winning attempts' files into
+    place and write ``_SUCCESS``. A failed or retried task never leaves a
+    duplicate or partial shard visible; a failed job leaves no output and
+    raises. ``mode="error"`` (the default, as in Spark) refuses a directory
+    that already holds output; ``mode="overwrite"`` replaces it."""
     from pyspark import TaskContext
 
-    out_dir = _local_path(output_dir)
+    out_dir = _qualify(output_dir)
     comp = (compression or "").lower()
     if comp not in _SUFFIX:
         raise errors.InvalidArgument(f"unknown compression {compression!r} "
@@ -123,39 +129,39 @@ def saveAsTFRecords(df, output_dir: str, num_shards: int | None = None,
         if int(num_shards) < 1:
             raise errors.InvalidArgument(f"num_shards must be >= 1, got {num_shards}")
         df = df.repartition(int(num_shards))
-    os.makedirs(os.path.join(out_dir, "_temporary"), exist_ok=True)
     suffix = _SUFFIX[comp]
+    job_id = uuid.uuid4().hex[:12]
+    committer = _native.OutputCommitter.make(out_dir, job_id, mode)
+    committer.setup_job()
 
     def write_partition(batches: Iterator) -> Iterator:
         import pyarrow as pa
 
         ctx = TaskContext.get()
         part, attempt = ctx.partitionId(), ctx.attemptNumber()
-        final = os.path.join(out_dir, f"part-r-{part:05d}{suffix}")
-        tmp = os.path.join(out_dir, "_temporary", f"part-r-{part:05d}-{attempt}{suffix}")
-        writer = _native.RecordWriter(tmp, comp)
+        uri = _native.OutputCommitter.task_attempt_uri(
+            out_dir, job_id, part, attempt, f"part-r-{part:05d}{suffix}")
+        writer = _native.RecordWriter(uri, comp)
         n = 0
         try:
             for batch in batches:
                 n += writer.write_columns(_arrow_columns(batch), batch.num_rows)
-            writer.close()
-            os.replace(tmp, final)
         except BaseException:
-            writer.close()
-            os.unlink(tmp)
+            writer.abort()
             raise
-        yield pa.RecordBatch.from_pydict({"file": [final], "records": [n]})
+        writer.close()
+        yield pa.RecordBatch.from_pydict({"file": [uri], "records": [n]})
 
-    written = df.mapInArrow(write_partition, "file string, records long").collect()
-    open(os.path.join(out_dir, "_SUCCESS"), "w").close()
-    _remove_tree(os.path.join(out_dir, "_temporary"))
+    try:
+        written = df.mapInArrow(write_partition, "file string, records long").collect()
+        committer.commit_job([row["file"] for row in written])
+    except BaseException as e:
+        committer.abort_job()
+        if isinstance(e, errors.SparktfError):
+            raise
+        raise errors.Aborted(f"saveAsTFRecords to {out_dir} failed; no output was left "
+                             f"there: {e}") from e
     return int(sum(row["records"] for row in written))
-
-
-def _remove_tree(path: str) -> None:
-    import shutil
-
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def toTFExample(row: dict) -> bytes:
@@ -275,8 +281,8 @@ def loadTFRecords(spark_or_sc, input_dir, schema=None, binary_features: Sequence
 
     spark = spark_or_sc if isinstance(spark_or_sc, SparkSession) else \
         SparkSession.builder.getOrCreate()
-    paths = [_local_path(p) for p in ([input_dir] if isinstance(input_dir, str)
-                                     else list(input_dir))]
+    paths = [_qualify(p) for p in ([input_dir] if isinstance(input_dir, (str, os.PathLike))
+                                   else list(input_dir))]
     files = _records.list_files(paths)
     if not files:
         raise errors.NotFound(f"no TFRecord files in {input_dir!r}")

@@ -62,6 +62,14 @@ class Unimplemented(SparktfError, NotImplementedError):
     """Valid input that this path does not handle."""
 
 
+class PermissionDenied(SparktfError, PermissionError):
+    """The store refused the caller (file permissions, HDFS ACLs, an S3 policy)."""
+
+
+class AlreadyExists(SparktfError, FileExistsError):
+    """The target exists and the operation would not replace it."""
+
+
 # Indexed by the core's StatusCode values (cpp/src/sparktf/common/status.h).
 _BY_CODE = {
     1: InvalidArgument,
@@ -77,6 +85,8 @@ _BY_CODE = {
     11: Cancelled,
     12: Internal,
     13: Unimplemented,
+    14: PermissionDenied,
+    15: AlreadyExists,
 }
 
 

@@ -72,8 +72,10 @@ def list_files(paths: Paths) -> list[str]:
 
 
 class TFRecordWriter:
-    """Writes records to one file; a context manager. ``close()`` must run
-    (``with`` does it) or buffered records are lost."""
+    """Writes records to one file (a local path or a URI such as ``hdfs://`` or
+    ``s3://``); a context manager. Nothing is visible at the path until ``close()``
+    (``with`` does it) commits the file; ``abort()``, or leaving the ``with`` block
+    by an exception, discards it."""
 
     def __init__(self, path: Union[str, os.PathLike], compression: str | None = None,
                  level: int = -1):
@@ -94,6 +96,9 @@ class TFRecordWriter:
     def close(self) -> None:
         self._w.close()
 
+    def abort(self) -> None:
+        self._w.abort()
+
     @property
     def records_written(self) -> int:
         return self._w.records_written
@@ -101,8 +106,11 @@ class TFRecordWriter:
     def __enter__(self) -> "TFRecordWriter":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, *exc) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
 
 
 def iter_records(paths: Paths, compression: str | None = None, skip_corrupt: bool = False,

@@ -57,5 +57,6 @@ void InitRecords(nb::module_& m);
 void InitCluster(nb::module_& m);
 void InitFeed(nb::module_& m);
 void InitFeedService(nb::module_& m);
+void InitFs(nb::module_& m);
 
 }  // namespace sparktf::python

@@ -7,4 +7,5 @@ NB_MODULE(_native, m) {
   sparktf::python::InitCluster(m);
   sparktf::python::InitFeed(m);
   sparktf::python::InitFeedService(m);
+  sparktf::python::InitFs(m);
 }

@@ -11,7 +11,7 @@
 #include <optional>
 
 #include "bindings.h"
-#include "sparktf/common/files.h"
+#include "sparktf/fs/file_system.h"
 #include "sparktf/record/columnar.h"
 #include "sparktf/record/columnar_encoder.h"
 #include "sparktf/record/example.h"
@@ -417,7 +417,11 @@ class PyRecordWriter {
     RecordWriterOptions o;
     o.compression = CompressionFor(path, compression);
     o.compression_level = level;
-    writer_ = ValueOrThrow(RecordWriter::Open(path, o));
+    Result<std::unique_ptr<RecordWriter>> w = [&] {
+      nb::gil_scoped_release release;
+      return RecordWriter::Open(path, o);
+    }();
+    writer_ = ValueOrThrow(std::move(w));
   }
   void Write(nb::handle record) { ThrowIfError(Live()->Write(BytesView(record))); }
   void WriteMany(nb::handle records) {
@@ -481,7 +485,18 @@ class PyRecordWriter {
   }
   void Flush() { ThrowIfError(Live()->Flush()); }
   void Close() {
-    if (writer_) ThrowIfError(writer_->Close());
+    if (!writer_) return;
+    Status st;
+    {
+      nb::gil_scoped_release release;
+      st = writer_->Close();
+    }
+    ThrowIfError(st);
+  }
+  // Discards the file: nothing is left at its path.
+  void Abort() {
+    nb::gil_scoped_release release;
+    writer_.reset();
   }
   uint64_t records_written() const { return writer_ ? writer_->records_written() : 0; }
 
@@ -504,7 +519,11 @@ class PyRecordReader {
     o.start_offset = start_offset;
     if (end_offset) o.end_offset = *end_offset;
     o.verify_data_crc = verify;
-    reader_ = ValueOrThrow(RecordReader::Open(path, o));
+    Result<std::unique_ptr<RecordReader>> r = [&] {
+      nb::gil_scoped_release release;
+      return RecordReader::Open(path, o);
+    }();
+    reader_ = ValueOrThrow(std::move(r));
   }
   nb::object Read() {
     std::string_view rec;
@@ -549,6 +568,7 @@ void InitRecords(nb::module_& m) {
            nb::arg("num_rows"))
       .def("flush", &PyRecordWriter::Flush)
       .def("close", &PyRecordWriter::Close)
+      .def("abort", &PyRecordWriter::Abort)
       .def_prop_ro("records_written", &PyRecordWriter::records_written);
 
   nb::class_<PyRecordReader>(m, "RecordReader")
@@ -565,7 +585,11 @@ void InitRecords(nb::module_& m) {
   m.def(
       "list_files",
       [](const std::vector<std::string>& paths) {
-        return ValueOrThrow(ExpandPaths(paths));
+        Result<std::vector<std::string>> r = [&] {
+          nb::gil_scoped_release release;
+          return ExpandPaths(paths);
+        }();
+        return ValueOrThrow(std::move(r));
       },
       nb::arg("paths"));
 

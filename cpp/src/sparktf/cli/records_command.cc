@@ -6,7 +6,7 @@
 
 #include "sparktf/cli/commands.h"
 #include "sparktf/cli/json_internal.h"
-#include "sparktf/common/files.h"
+#include "sparktf/fs/file_system.h"
 #include "sparktf/record/columnar.h"
 #include "sparktf/record/record_reader.h"
 

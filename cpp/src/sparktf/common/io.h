@@ -1,8 +1,8 @@
 // Byte streams: the small interfaces that record readers and writers sit on.
 //
 // InputStream and OutputStream are not thread-safe; one owner uses each.
-// Implementations here: POSIX files and in-memory buffers (for tests and
-// fuzzing); record/compression.h adds zlib decorators.
+// Implementations here: in-memory buffers (for tests and fuzzing). Files of every
+// filesystem come from fs/file_system.h; record/compression.h adds zlib decorators.
 #pragma once
 
 #include <cstddef>
@@ -53,13 +53,6 @@ class OutputStream {
  protected:
   OutputStream() = default;
 };
-
-// A read-only file. Open fails with NotFound for a missing path and
-// InvalidArgument for a directory.
-Result<std::unique_ptr<InputStream>> OpenInputFile(const std::string& path);
-
-// Creates or truncates `path` for writing, unbuffered (wrap it in a buffer).
-Result<std::unique_ptr<OutputStream>> OpenOutputFile(const std::string& path);
 
 // Reads from caller-owned memory, which must outlive the stream.
 std::unique_ptr<InputStream> MakeMemoryInputStream(std::string_view data,

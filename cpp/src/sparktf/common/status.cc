@@ -21,6 +21,8 @@ std::string_view StatusCodeName(StatusCode code) {
     case StatusCode::kCancelled: return "Cancelled";
     case StatusCode::kInternal: return "Internal";
     case StatusCode::kUnimplemented: return "Unimplemented";
+    case StatusCode::kPermissionDenied: return "PermissionDenied";
+    case StatusCode::kAlreadyExists: return "AlreadyExists";
   }
   return "Unknown";
 }
@@ -39,6 +41,8 @@ Status Status::FromErrno(std::string_view context, int err) {
   if (err == ENOENT) code = StatusCode::kNotFound;
   if (err == ETIMEDOUT) code = StatusCode::kDeadlineExceeded;
   if (err == ECONNREFUSED || err == EHOSTUNREACH) code = StatusCode::kUnavailable;
+  if (err == EACCES || err == EPERM) code = StatusCode::kPermissionDenied;
+  if (err == EEXIST) code = StatusCode::kAlreadyExists;
   return {code, std::move(msg)};
 }
 

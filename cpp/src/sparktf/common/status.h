@@ -16,6 +16,8 @@
 //   kAborted / kCancelled  the operation was stopped on purpose
 //   kInternal         a bug in sparktf
 //   kUnimplemented    valid input that this path does not handle (use another)
+//   kPermissionDenied the store refused the caller (fix permissions or the user)
+//   kAlreadyExists    the target exists and the operation would not replace it
 #pragma once
 
 #include <memory>
@@ -40,7 +42,9 @@ enum class StatusCode : int {
   kCancelled = 11,
   kInternal = 12,
   kUnimplemented = 13,
-  kLastCode = kUnimplemented,
+  kPermissionDenied = 14,
+  kAlreadyExists = 15,
+  kLastCode = kAlreadyExists,
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -90,8 +94,15 @@ class [[nodiscard]] Status {
   static Status Unimplemented(std::string msg) {
     return {StatusCode::kUnimplemented, std::move(msg)};
   }
+  static Status PermissionDenied(std::string msg) {
+    return {StatusCode::kPermissionDenied, std::move(msg)};
+  }
+  static Status AlreadyExists(std::string msg) {
+    return {StatusCode::kAlreadyExists, std::move(msg)};
+  }
   // An IOError built from errno, e.g. FromErrno("open /x", ENOENT) ->
-  // "open /x: No such file or directory" (kNotFound for ENOENT).
+  // "open /x: No such file or directory" (kNotFound for ENOENT, kPermissionDenied for
+  // EACCES/EPERM, kAlreadyExists for EEXIST).
   static Status FromErrno(std::string_view context, int err);
 
   bool ok() const { return state_ == nullptr; }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "sparktf/fs/file_system.h"
 #include "sparktf/record/crc32c.h"
 
 namespace sparktf {

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "sparktf/fs/file_system.h"
 #include "sparktf/record/crc32c.h"
 #include "sparktf/record/record_reader.h"
 

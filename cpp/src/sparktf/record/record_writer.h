@@ -19,7 +19,8 @@ struct RecordWriterOptions {
   size_t buffer_size = 1 << 20;
 };
 
-// Not thread-safe. Close() must be called; the destructor does not flush.
+// Not thread-safe. Close() commits the file: until then nothing is visible at its path
+// (see WritableFile). Destroying a writer without Close() discards what was written.
 class RecordWriter {
  public:
   static Result<std::unique_ptr<RecordWriter>> Open(
@@ -30,7 +31,8 @@ class RecordWriter {
   RecordWriter& operator=(const RecordWriter&) = delete;
 
   Status Write(std::string_view record);
-  // Pushes everything written so far to the file (a reader then sees it).
+  // Pushes everything buffered so far to the stream below (for files, to the store;
+  // readers see it only after Close()).
   Status Flush();
   Status Close();
   uint64_t records_written() const { return records_; }

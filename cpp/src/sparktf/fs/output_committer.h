@@ -1,0 +1,63 @@
+// Job-level commit of an output directory that many tasks write, on any filesystem of
+// the seam: the protocol of Hadoop's FileOutputCommitter, driven by one process (the
+// Spark driver). A failed or retried task never leaves a duplicate or partial file
+// visible, and a failed job leaves no output at all.
+//
+//   driver:  committer = OutputCommitter::Make(dir, job_id, mode); committer.SetupJob()
+//   task:    write TaskAttemptUri(dir, job_id, partition, attempt, name) (any number of
+//            attempts, each file committed on its own by WritableFile::Close)
+//   driver:  CommitJob(files of the attempts Spark reports as successful)
+//            or AbortJob() when the job failed
+//
+// CommitJob moves each winning file to <dir>/<name>, writes <dir>/_SUCCESS and removes
+// <dir>/_temporary/<job_id>; if a move fails, it removes the files it already moved
+// and the temporary directory, and returns the error. Readers skip "_" and "." names,
+// so until CommitJob nothing of the job is visible to them.
+//
+// Not thread-safe; one driver drives one job.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sparktf/common/result.h"
+
+namespace sparktf {
+
+enum class WriteMode {
+  kErrorIfExists,  // refuse an output directory that already holds visible files
+  kOverwrite,      // replace what is there, at commit
+};
+
+Result<WriteMode> ParseWriteMode(const std::string& mode);  // "error"/"overwrite"
+
+class OutputCommitter {
+ public:
+  static Result<OutputCommitter> Make(std::string output_dir, std::string job_id,
+                                      WriteMode mode);
+
+  // Checks the mode against what is there; creates <dir>/_temporary/<job_id>.
+  Status SetupJob();
+  // Where attempt `attempt` of task `partition` writes the file `name`.
+  static std::string TaskAttemptUri(const std::string& output_dir, const std::string& job_id,
+                                    int64_t partition, int64_t attempt,
+                                    const std::string& name);
+  // `attempt_files`: URIs from TaskAttemptUri of this job, one per successful task.
+  // Returns the final URIs, in the order given.
+  Result<std::vector<std::string>> CommitJob(const std::vector<std::string>& attempt_files);
+  // Removes what the job wrote; nothing visible was written before CommitJob.
+  Status AbortJob();
+
+  const std::string& output_dir() const { return output_dir_; }
+  std::string job_dir() const;
+
+ private:
+  OutputCommitter(std::string output_dir, std::string job_id, WriteMode mode)
+      : output_dir_(std::move(output_dir)), job_id_(std::move(job_id)), mode_(mode) {}
+
+  std::string output_dir_;
+  std::string job_id_;
+  WriteMode mode_;
+};
+
+}  // namespace sparktf

@@ -1,0 +1,187 @@
+// Hadoop's own minicluster (a NameNode and N DataNodes from hadoop-client-minicluster) in
+// one JVM on loopback, for sparktf's tests and benchmarks. Run by scripts/minicluster.py
+// with Java's single-file source launcher; not a part of sparktf itself.
+//
+// It writes core-site.xml and hdfs-site.xml for clients into --conf-dir, then
+// cluster.json (the addresses) once everything is up, and serves one-line commands on a
+// loopback control port (its number is in cluster.json):
+//   status | stop-datanode I | restart-datanode I | stop-namenode | restart-namenode |
+//   shutdown
+// Each answers one line, "ok ..." or "error ...". The JVM exits after shutdown, or when
+// its standard input closes (the parent died), so nothing is left running.
+
+import java.io.BufferedReader;
+import java.io.File;
+import java.io.FileOutputStream;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.io.PrintWriter;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.permission.FsPermission;
+import org.apache.hadoop.hdfs.MiniDFSCluster;
+
+public class MiniCluster {
+  private static MiniDFSCluster cluster;
+  private static final Map<Integer, MiniDFSCluster.DataNodeProperties> stopped = new HashMap<>();
+
+  public static void main(String[] args) throws Exception {
+    Map<String, String> opts = new HashMap<>();
+    for (int i = 0; i + 1 < args.length; i += 2) opts.put(args[i].replaceFirst("^--", ""), args[i + 1]);
+    File confDir = new File(opts.get("conf-dir"));
+    File dataDir = new File(opts.get("data-dir"));
+    int datanodes = Integer.parseInt(opts.getOrDefault("datanodes", "2"));
+    int nnPort = Integer.parseInt(opts.getOrDefault("namenode-port", "0"));
+    long blockSize = Long.parseLong(opts.getOrDefault("block-size", String.valueOf(8L << 20)));
+
+    Configuration conf = new Configuration();
+    conf.set(MiniDFSCluster.HDFS_MINIDFS_BASEDIR, dataDir.getAbsolutePath());
+    conf.setLong("dfs.blocksize", blockSize);
+    conf.setInt("dfs.replication", Math.min(2, datanodes));
+    conf.setBoolean("dfs.permissions.enabled", true);
+    conf.set("dfs.namenode.rpc-bind-host", "127.0.0.1");
+    conf.set("dfs.namenode.http-address", "127.0.0.1:0");
+    conf.set("dfs.datanode.address", "127.0.0.1:0");
+    conf.set("dfs.datanode.http.address", "127.0.0.1:0");
+    conf.set("dfs.datanode.ipc.address", "127.0.0.1:0");
+    // A stopped DataNode is declared dead quickly, so that writes avoid it.
+    conf.setInt("dfs.heartbeat.interval", 1);
+    conf.setInt("dfs.namenode.heartbeat.recheck-interval", 2000);
+
+    cluster = new MiniDFSCluster.Builder(conf)
+        .numDataNodes(datanodes)
+        .nameNodePort(nnPort)
+        .format(true)
+        .build();
+    cluster.waitActive();
+    String nn = "127.0.0.1:" + cluster.getNameNodePort();
+
+    // World-writable /tmp and /user, as on a real cluster; the rest belongs to the
+    // superuser (whoever runs this JVM).
+    FileSystem fs = cluster.getFileSystem();
+    for (String d : new String[] {"/tmp", "/user"}) {
+      fs.mkdirs(new Path(d));
+      fs.setPermission(new Path(d), new FsPermission((short) 01777));
+    }
+
+    confDir.mkdirs();
+    writeSite(new File(confDir, "core-site.xml"), Map.of("fs.defaultFS", "hdfs://" + nn));
+    writeSite(new File(confDir, "hdfs-site.xml"), Map.of(
+        "dfs.replication", String.valueOf(Math.min(2, datanodes)),
+        "dfs.blocksize", String.valueOf(blockSize),
+        "dfs.client.socket-timeout", "10000"));
+
+    ServerSocket control = new ServerSocket(0, 8, InetAddress.getByName("127.0.0.1"));
+    String json = "{\"namenode\": \"" + nn + "\", \"namenode_http\": \"127.0.0.1:"
+        + cluster.getNameNode().getHttpAddress().getPort() + "\", \"datanodes\": " + datanodes
+        + ", \"control_port\": " + control.getLocalPort() + ", \"pid\": "
+        + ProcessHandle.current().pid() + "}\n";
+    File tmp = new File(confDir, "cluster.json.tmp");
+    Files.writeString(tmp.toPath(), json);
+    Files.move(tmp.toPath(), new File(confDir, "cluster.json").toPath(),
+               java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+    System.out.println("ready " + json.trim());
+    System.out.flush();
+
+    Thread watchdog = new Thread(() -> {
+      try {
+        while (System.in.read() >= 0) { }
+      } catch (Exception ignored) { }
+      System.err.println("minicluster: standard input closed; shutting down");
+      shutdownAndExit();
+    });
+    watchdog.setDaemon(true);
+    watchdog.start();
+
+    while (true) {
+      try (Socket s = control.accept();
+           BufferedReader in = new BufferedReader(
+               new InputStreamReader(s.getInputStream(), StandardCharsets.UTF_8));
+           PrintWriter out = new PrintWriter(s.getOutputStream(), true)) {
+        String line = in.readLine();
+        if (line == null) continue;
+        String reply;
+        try {
+          reply = handle(line.trim().split("\\s+"));
+        } catch (Exception e) {
+          reply = "error " + e.toString().replace('\n', ' ');
+        }
+        out.println(reply);
+        if (line.trim().equals("shutdown")) {
+          s.close();
+          shutdownAndExit();
+        }
+      }
+    }
+  }
+
+  private static synchronized String handle(String[] cmd) throws Exception {
+    switch (cmd[0]) {
+      case "status":
+        return "ok datanodes_running=" + (cluster.getDataNodes().size());
+      case "stop-datanode": {
+        int i = Integer.parseInt(cmd[1]);
+        if (stopped.containsKey(i)) return "error datanode " + i + " is already stopped";
+        // Indexes shift as DataNodes stop; name them by their original index.
+        int live = 0;
+        for (int k = 0; k < i; k++) if (!stopped.containsKey(k)) live++;
+        stopped.put(i, cluster.stopDataNode(live));
+        return "ok stopped datanode " + i;
+      }
+      case "restart-datanode": {
+        int i = Integer.parseInt(cmd[1]);
+        MiniDFSCluster.DataNodeProperties p = stopped.remove(i);
+        if (p == null) return "error datanode " + i + " is not stopped";
+        cluster.restartDataNode(p, true);
+        cluster.waitActive();
+        return "ok restarted datanode " + i;
+      }
+      case "stop-namenode":
+        cluster.shutdownNameNode(0);
+        return "ok stopped namenode";
+      case "restart-namenode":
+        cluster.restartNameNode(0, true);
+        return "ok restarted namenode";
+      case "shutdown":
+        return "ok shutting down";
+      default:
+        return "error unknown command " + cmd[0];
+    }
+  }
+
+  private static void shutdownAndExit() {
+    try {
+      synchronized (MiniCluster.class) {
+        if (cluster != null) cluster.shutdown(true);
+      }
+    } catch (Exception e) {
+      System.err.println("minicluster: shutdown: " + e);
+    }
+    Runtime.getRuntime().halt(0);
+  }
+
+  private static void writeSite(File f, Map<String, String> props) throws Exception {
+    StringBuilder sb = new StringBuilder("<?xml version=\"1.0\"?>\n<configuration>\n");
+    List<String> keys = new ArrayList<>(props.keySet());
+    java.util.Collections.sort(keys);
+    for (String k : keys) {
+      sb.append("  <property><name>").append(k).append("</name><value>")
+        .append(props.get(k)).append("</value></property>\n");
+    }
+    sb.append("</configuration>\n");
+    try (OutputStream o = new FileOutputStream(f)) {
+      o.write(sb.toString().getBytes(StandardCharsets.UTF_8));
+    }
+  }
+}
