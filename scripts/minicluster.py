@@ -99,15 +99,10 @@ class HdfsMiniCluster:
                "--conf-dir", str(self.conf_dir), "--data-dir", str(self.data_dir),
                "--datanodes", str(self.datanodes), "--block-size", str(self.block_size)]
         log = open(self.log_path, "wb")
-        if detach:
-            # A detached cluster keeps a FIFO-less stdin that never closes: /dev/zero
-            # would be read forever, so give it a pipe whose writer we leak on purpose.
-            r, w = os.pipe()
-            os.set_inheritable(w, False)
-            self.proc = subprocess.Popen(cmd, stdin=r, stdout=log, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
-            os.close(r)
-            self._keepalive = w  # noqa: the writer must outlive this call
+        if detach:  # outlives this process: stopped only by `stop`
+            self.proc = subprocess.Popen(cmd + ["--watch-stdin", "false"],
+                                         stdin=subprocess.DEVNULL, stdout=log,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
         else:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=log,
                                          stderr=subprocess.STDOUT)

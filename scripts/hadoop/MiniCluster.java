@@ -8,7 +8,8 @@
 //   status | stop-datanode I | restart-datanode I | stop-namenode | restart-namenode |
 //   shutdown
 // Each answers one line, "ok ..." or "error ...". The JVM exits after shutdown, or when
-// its standard input closes (the parent died), so nothing is left running.
+// its standard input closes (the parent died; not with --watch-stdin false, which
+// `minicluster.py start` uses to leave it running), so nothing is left running.
 
 import java.io.BufferedReader;
 import java.io.File;
@@ -94,6 +95,10 @@ public class MiniCluster {
     System.out.println("ready " + json.trim());
     System.out.flush();
 
+    if (!Boolean.parseBoolean(opts.getOrDefault("watch-stdin", "true"))) {
+      serve(control);
+      return;
+    }
     Thread watchdog = new Thread(() -> {
       try {
         while (System.in.read() >= 0) { }
@@ -103,7 +108,10 @@ public class MiniCluster {
     });
     watchdog.setDaemon(true);
     watchdog.start();
+    serve(control);
+  }
 
+  private static void serve(ServerSocket control) throws Exception {
     while (true) {
       try (Socket s = control.accept();
            BufferedReader in = new BufferedReader(

@@ -7,13 +7,13 @@
 
 #include <charconv>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "sparktf/cli/commands.h"
+#include "sparktf/fs/file_system.h"
 #include "sparktf/record/example.h"
 #include "sparktf/record/record_writer.h"
 
@@ -103,8 +103,7 @@ void CsvRowEnd(int, void* data) {
 }
 
 Status ForEachCsvRow(const std::string& path, char delimiter, const RowFn& fn) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound("open " + path + ": cannot read");
+  ASSIGN_OR_RETURN(auto in, OpenInputFile(path));
   csv_parser parser;
   if (csv_init(&parser, CSV_APPEND_NULL | CSV_EMPTY_IS_NULL) != 0) {
     return Status::Internal("csv_init failed");
@@ -114,9 +113,13 @@ Status ForEachCsvRow(const std::string& path, char delimiter, const RowFn& fn) {
   state.fn = &fn;
   state.path = path;
   std::vector<char> buf(1 << 16);
-  while (state.status.ok() && in) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    const auto got = static_cast<size_t>(in.gcount());
+  while (state.status.ok()) {
+    Result<size_t> read = in->Read(buf.data(), buf.size());
+    if (!read.ok()) {
+      state.status = read.status();
+      break;
+    }
+    const size_t got = *read;
     if (got == 0) break;
     if (csv_parse(&parser, buf.data(), got, CsvField, CsvRowEnd, &state) != got) {
       state.status = Status::InvalidArgument(path + ": CSV error near row " +
@@ -132,14 +135,33 @@ Status ForEachCsvRow(const std::string& path, char delimiter, const RowFn& fn) {
   return state.status;
 }
 
-Status ForEachJsonRow(const std::string& path, const RowFn& fn) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound("open " + path + ": cannot read");
+// Calls fn(line) for each line of `in` (without the newline).
+Status ForEachLine(InputStream* in, const std::function<Status(const std::string&)>& fn) {
+  std::vector<char> buf(1 << 16);
   std::string line;
+  while (true) {
+    ASSIGN_OR_RETURN(size_t got, in->Read(buf.data(), buf.size()));
+    if (got == 0) break;
+    size_t start = 0;
+    for (size_t i = 0; i < got; ++i) {
+      if (buf[i] != '\n') continue;
+      line.append(buf.data() + start, i - start);
+      RETURN_NOT_OK(fn(line));
+      line.clear();
+      start = i + 1;
+    }
+    line.append(buf.data() + start, got - start);
+  }
+  if (!line.empty()) RETURN_NOT_OK(fn(line));
+  return Status::OK();
+}
+
+Status ForEachJsonRow(const std::string& path, const RowFn& fn) {
+  ASSIGN_OR_RETURN(auto in, OpenInputFile(path));
   size_t line_no = 0, rows = 0;
-  while (std::getline(in, line)) {
+  return ForEachLine(in.get(), [&](const std::string& line) -> Status {
     ++line_no;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) return Status::OK();
     json obj = json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (obj.is_discarded() || !obj.is_object()) {
       return Status::InvalidArgument(path + ":" + std::to_string(line_no) +
@@ -151,9 +173,8 @@ Status ForEachJsonRow(const std::string& path, const RowFn& fn) {
       if (v.is_null()) continue;
       row.cells.push_back(Cell{k, false, {}, std::move(v)});
     }
-    RETURN_NOT_OK(fn(row).WithContext(path + ":" + std::to_string(line_no)));
-  }
-  return Status::OK();
+    return fn(row).WithContext(path + ":" + std::to_string(line_no));
+  });
 }
 
 // ---- typing ----------------------------------------------------------------
@@ -295,7 +316,9 @@ Status Convert(const ConvertOptions& options) {
     for (const auto& path : options.inputs) {
       std::string format = options.format;
       if (format == "auto") {
-        const std::string ext = std::filesystem::path(path).extension().string();
+        const std::string_view base = UriBaseName(path);
+        const size_t dot = base.rfind('.');
+        const std::string ext(dot == std::string_view::npos ? "" : base.substr(dot));
         format =
             (ext == ".json" || ext == ".jsonl" || ext == ".ndjson") ? "jsonl" : "csv";
       }
@@ -332,10 +355,8 @@ Status Convert(const ConvertOptions& options) {
   });
   RETURN_NOT_OK(st);
 
-  // Pass 2: encode and write.
-  std::error_code ec;
-  std::filesystem::create_directories(options.output_dir, ec);
-  if (ec) return Status::IOError("create " + options.output_dir + ": " + ec.message());
+  // Pass 2: encode and write. Shards become visible only when all are complete.
+  RETURN_NOT_OK(MakeDirs(options.output_dir));
   const char* suffix = compression == Compression::kGzip   ? ".tfrecord.gz"
                        : compression == Compression::kZlib ? ".tfrecord.zlib"
                                                            : ".tfrecord";
@@ -344,9 +365,7 @@ Status Convert(const ConvertOptions& options) {
   for (int i = 0; i < options.shards; ++i) {
     char name[64];
     std::snprintf(name, sizeof(name), "-%05d-of-%05d", i, options.shards);
-    paths.push_back(
-        (std::filesystem::path(options.output_dir) / (options.prefix + name + suffix))
-            .string());
+    paths.push_back(JoinUri(options.output_dir, options.prefix + name + suffix));
     RecordWriterOptions wo;
     wo.compression = compression;
     ASSIGN_OR_RETURN(auto w, RecordWriter::Open(paths.back(), wo));
@@ -368,12 +387,11 @@ Status Convert(const ConvertOptions& options) {
     ++written;
     return Status::OK();
   });
-  for (auto& w : writers) {
-    Status close_st = w->Close();
-    if (st.ok()) st = close_st;
-  }
+  size_t closed = 0;
+  for (; st.ok() && closed < writers.size(); ++closed) st = writers[closed]->Close();
   if (!st.ok()) {
-    for (const auto& p : paths) std::filesystem::remove(p, ec);  // no partial output
+    // No partial output: shards not closed are discarded with their writers.
+    for (size_t i = 0; i + 1 < closed; ++i) (void)DeletePath(paths[i], false);
     return st;
   }
   std::cout << "wrote " << written << " records to " << writers.size() << " shard(s) in "

@@ -46,7 +46,13 @@ Result<UriParts> ParseUri(const std::string& uri) {
 
 std::string JoinUri(std::string_view dir, std::string_view name) {
   std::string out(dir);
-  while (out.size() > 1 && out.back() == '/' && !out.ends_with("://")) out.pop_back();
+  // Trailing slashes go, but not the root's: "/" or the one after "scheme://authority".
+  size_t root = 0;
+  if (const size_t p = out.find("://"); p != std::string::npos) {
+    root = out.find('/', p + 3);
+    if (root == std::string::npos) root = out.size();
+  }
+  while (out.size() > root + 1 && out.back() == '/') out.pop_back();
   if (!out.empty() && out.back() != '/') out.push_back('/');
   while (!name.empty() && name.front() == '/') name.remove_prefix(1);
   out.append(name);

@@ -70,6 +70,10 @@ TEST(UriTest, JoinParentAndBaseName) {
   EXPECT_EQ(JoinUri("hdfs:///d/", "/x"), "hdfs:///d/x");
   EXPECT_EQ(JoinUri("s3://b", "k"), "s3://b/k");
   EXPECT_EQ(JoinUri("/", "x"), "/x");
+  EXPECT_EQ(JoinUri("hdfs:///", "tmp"), "hdfs:///tmp");
+  EXPECT_EQ(JoinUri("hdfs://nn:1/", "tmp"), "hdfs://nn:1/tmp");
+  EXPECT_EQ(JoinUri("hdfs://nn:1", "tmp"), "hdfs://nn:1/tmp");
+  EXPECT_EQ(JoinUri("rel", "x"), "rel/x");
   EXPECT_EQ(UriParent("hdfs:///d/x"), "hdfs:///d");
   EXPECT_EQ(UriParent("hdfs:///x"), "hdfs:///");
   EXPECT_EQ(UriParent("s3://b/k"), "s3://b");
@@ -194,6 +198,10 @@ TEST_F(MemFsTest, GlobMatchesEachComponentAndSortsByName) {
   m = Glob("mem://b/?/sub/part-5");
   ASSERT_TRUE(m.ok());
   EXPECT_EQ(*m, (std::vector<std::string>{"mem://b/d/sub/part-5"}));
+  fs_->Put("mem:///root/part-1", "x");  // no authority, as in hdfs:///...
+  m = Glob("mem:///root/part-*");
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(*m, (std::vector<std::string>{"mem:///root/part-1"}));
   m = Glob("mem://b/nothing/*");
   ASSERT_TRUE(m.ok());
   EXPECT_TRUE(m->empty());

@@ -50,14 +50,16 @@ class RemoteStatusMaker {
  public:
   explicit RemoteStatusMaker(std::shared_ptr<const RemoteContext> ctx) : ctx_(std::move(ctx)) {}
   // The status of an FFI call: OK for 0, else "<what> <uri>: <message> <detail>".
-  Status operator()(int32_t code, char* err, std::string_view what,
+  // `err` is read only here, after the call that set it has run (argument evaluation
+  // order would not guarantee that for a char*).
+  Status operator()(int32_t code, char** err, std::string_view what,
                     std::string_view uri) const {
     if (code == 0) return Status::OK();
     std::string msg(what);
     msg += " ";
     msg += uri;
     msg += ": ";
-    msg += TakeMessage(err);
+    msg += TakeMessage(*err);
     if (!ctx_->detail.empty()) {
       msg += " ";
       msg += ctx_->detail;
@@ -88,7 +90,7 @@ class RemoteInputFile final : public RandomAccessFile {
     char* err = nullptr;
     RETURN_NOT_OK(status_(stf_reader_read(reader_, reinterpret_cast<uint8_t*>(dst), n, &got,
                                           &err),
-                          err, "read", uri_));
+                          &err, "read", uri_));
     return got;
   }
   Result<size_t> ReadAt(uint64_t offset, char* dst, size_t n) override {
@@ -96,12 +98,12 @@ class RemoteInputFile final : public RandomAccessFile {
     char* err = nullptr;
     RETURN_NOT_OK(status_(stf_reader_read_at(reader_, offset, reinterpret_cast<uint8_t*>(dst),
                                              n, &got, &err),
-                          err, "read", uri_));
+                          &err, "read", uri_));
     return got;
   }
   Status Seek(uint64_t position) override {
     char* err = nullptr;
-    return status_(stf_reader_seek(reader_, position, &err), err, "seek", uri_);
+    return status_(stf_reader_seek(reader_, position, &err), &err, "seek", uri_);
   }
   int64_t Size() const override { return size_; }
   const std::string& name() const override { return uri_; }
@@ -133,17 +135,17 @@ class RemoteWritableFile final : public WritableFile {
     char* err = nullptr;
     return status_(stf_writer_write(writer_, reinterpret_cast<const uint8_t*>(data.data()),
                                     data.size(), &err),
-                   err, "write", uri_);
+                   &err, "write", uri_);
   }
   Status Flush() override { return Status::OK(); }
   Status Close() override {
     if (writer_ == nullptr) return Status::OK();
     char* err = nullptr;
-    Status st = status_(stf_writer_commit(writer_, &err), err, "commit", uri_);
+    Status st = status_(stf_writer_commit(writer_, &err), &err, "commit", uri_);
     stf_writer_free(std::exchange(writer_, nullptr));
     if (st.ok() && target_path_ != final_path_) {
       st = status_(stf_fs_rename(ctx_->fs, target_path_.c_str(), final_path_.c_str(), 1, &err),
-                   err, "commit", uri_);
+                   &err, "commit", uri_);
     }
     if (!st.ok() && target_path_ != final_path_) {
       (void)stf_fs_delete(ctx_->fs, target_path_.c_str(), 0, &err);
@@ -154,7 +156,7 @@ class RemoteWritableFile final : public WritableFile {
   Status Abort() override {
     if (writer_ == nullptr) return Status::OK();
     char* err = nullptr;
-    Status st = status_(stf_writer_abort(writer_, &err), err, "abort", uri_);
+    Status st = status_(stf_writer_abort(writer_, &err), &err, "abort", uri_);
     stf_writer_free(std::exchange(writer_, nullptr));
     return st;
   }
@@ -181,7 +183,7 @@ class RemoteFileSystem final : public FileSystem {
   Result<FileInfo> Stat(const std::string& uri) override {
     StfFileInfo st{};
     char* err = nullptr;
-    RETURN_NOT_OK(status_(stf_fs_stat(ctx_->fs, PathIn(uri).c_str(), &st, &err), err, "stat",
+    RETURN_NOT_OK(status_(stf_fs_stat(ctx_->fs, PathIn(uri).c_str(), &st, &err), &err, "stat",
                           uri));
     return FileInfo{uri, st.size, st.mtime_ms, st.is_dir != 0};
   }
@@ -189,7 +191,7 @@ class RemoteFileSystem final : public FileSystem {
   Result<std::vector<FileInfo>> ListDir(const std::string& uri) override {
     StfListing* listing = nullptr;
     char* err = nullptr;
-    RETURN_NOT_OK(status_(stf_fs_list(ctx_->fs, PathIn(uri).c_str(), &listing, &err), err,
+    RETURN_NOT_OK(status_(stf_fs_list(ctx_->fs, PathIn(uri).c_str(), &listing, &err), &err,
                           "list", uri));
     std::vector<FileInfo> out;
     const size_t n = stf_listing_size(listing);
@@ -208,7 +210,7 @@ class RemoteFileSystem final : public FileSystem {
     uint64_t size = 0;
     char* err = nullptr;
     RETURN_NOT_OK(status_(stf_reader_open(ctx_->fs, PathIn(uri).c_str(), &reader, &size, &err),
-                          err, "open", uri));
+                          &err, "open", uri));
     return std::unique_ptr<RandomAccessFile>(std::make_unique<RemoteInputFile>(
         reader, uri, static_cast<int64_t>(size), status_));
   }
@@ -224,7 +226,7 @@ class RemoteFileSystem final : public FileSystem {
     }
     StfWriter* writer = nullptr;
     char* err = nullptr;
-    RETURN_NOT_OK(status_(stf_writer_open(ctx_->fs, target.c_str(), &writer, &err), err,
+    RETURN_NOT_OK(status_(stf_writer_open(ctx_->fs, target.c_str(), &writer, &err), &err,
                           "create", uri));
     return std::unique_ptr<WritableFile>(std::make_unique<RemoteWritableFile>(
         ctx_, writer, uri, target, final_path, status_));
@@ -232,19 +234,19 @@ class RemoteFileSystem final : public FileSystem {
 
   Status MakeDirs(const std::string& uri) override {
     char* err = nullptr;
-    return status_(stf_fs_mkdirs(ctx_->fs, PathIn(uri).c_str(), &err), err, "mkdirs", uri);
+    return status_(stf_fs_mkdirs(ctx_->fs, PathIn(uri).c_str(), &err), &err, "mkdirs", uri);
   }
 
   Status Delete(const std::string& uri, bool recursive) override {
     char* err = nullptr;
-    return status_(stf_fs_delete(ctx_->fs, PathIn(uri).c_str(), recursive ? 1 : 0, &err), err,
+    return status_(stf_fs_delete(ctx_->fs, PathIn(uri).c_str(), recursive ? 1 : 0, &err), &err,
                    "delete", uri);
   }
 
   Status Rename(const std::string& from, const std::string& to) override {
     char* err = nullptr;
     return status_(stf_fs_rename(ctx_->fs, PathIn(from).c_str(), PathIn(to).c_str(), 1, &err),
-                   err, "rename", from + " to " + to);
+                   &err, "rename", from + " to " + to);
   }
 
  private:
@@ -270,7 +272,7 @@ Result<std::shared_ptr<FileSystem>> OpenRemote(
            : stf_s3_open(name.c_str(), keys.data(), values.data(), keys.size(), timeout_ms,
                          &fs, &err);
   auto ctx = std::make_shared<const RemoteContext>(RemoteContext{nullptr, detail});
-  RETURN_NOT_OK(RemoteStatusMaker(ctx)(code, err, "connect to", uri_for_errors));
+  RETURN_NOT_OK(RemoteStatusMaker(ctx)(code, &err, "connect to", uri_for_errors));
   return std::shared_ptr<FileSystem>(std::make_shared<RemoteFileSystem>(
       fs, std::move(detail),
       hdfs ? CommitStyle::kRenameTemporary : CommitStyle::kUploadOnCommit));

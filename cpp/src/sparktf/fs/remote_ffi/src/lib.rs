@@ -290,7 +290,8 @@ pub extern "C" fn stf_hdfs_open(url: *const c_char, keys: *const *const c_char,
                                 out: *mut *mut StfFs, err: *mut *mut c_char) -> i32 {
     ffi(err, || {
         let url = cstr(url, "url")?;
-        let config = config_pairs(keys, values, n)?;
+        let mut config = config_pairs(keys, values, n)?;
+        config.extend(single_namenode_failover_defaults(url));
         let timeout = Duration::from_millis(timeout_ms.max(1));
         let handle = runtime().handle().clone();
         let client = {
@@ -989,6 +990,46 @@ fn read_hadoop_xml(path: &std::path::Path, into: &mut Vec<(String, String)>) {
     }
 }
 
+/// hdfs-native retries a namenode that does not answer up to 15 times with sleeps growing
+/// to 15 s, which for an HA pair rides out a failover, but for a single namenode that is
+/// down only delays the error by minutes. For a single namenode (no dfs.ha.namenodes for
+/// the URL's host) this retries 3 times within about 2 s, unless the configuration says
+/// otherwise.
+fn single_namenode_failover_defaults(url: &str) -> Vec<(String, String)> {
+    let conf = hadoop_conf();
+    let get = |k: &str| conf.iter().rev().find(|(ck, _)| ck == k).map(|(_, v)| v.clone());
+    let host = match url::Url::parse(url).ok().and_then(|u| u.host_str().map(String::from)) {
+        Some(h) => h,
+        None => get("fs.defaultFS")
+            .and_then(|d| url::Url::parse(&d).ok())
+            .and_then(|u| u.host_str().map(String::from))
+            .unwrap_or_default(),
+    };
+    if get(&format!("dfs.ha.namenodes.{host}")).is_some() {
+        return Vec::new();
+    }
+    [
+        ("dfs.client.failover.max.attempts", "3"),
+        ("dfs.client.failover.sleep.base.millis", "200"),
+        ("dfs.client.failover.sleep.max.millis", "1000"),
+    ]
+    .into_iter()
+    .filter(|(k, _)| get(k).is_none())
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+/// core-site.xml and hdfs-site.xml of hadoop_conf_dir(), later files winning.
+fn hadoop_conf() -> Vec<(String, String)> {
+    let mut conf = Vec::new();
+    if let Some(d) = hadoop_conf_dir() {
+        for f in ["core-site.xml", "hdfs-site.xml"] {
+            read_hadoop_xml(&d.join(f), &mut conf);
+        }
+    }
+    conf
+}
+
 /// Describes, for error messages, which namenode(s) `url` means and where that came
 /// from, e.g. "namenode 127.0.0.1:9000 (fs.defaultFS in /etc/hadoop/core-site.xml)".
 #[no_mangle]
@@ -1053,10 +1094,7 @@ pub extern "C" fn stf_hdfs_describe(url: *const c_char) -> *mut c_char {
 /// The filesystem named by fs.defaultFS in the Hadoop configuration, or "" if none.
 #[no_mangle]
 pub extern "C" fn stf_hadoop_default_fs() -> *mut c_char {
-    let mut conf = Vec::new();
-    if let Some(d) = hadoop_conf_dir() {
-        read_hadoop_xml(&d.join("core-site.xml"), &mut conf);
-    }
+    let conf = hadoop_conf();
     let v = conf.iter().rev().find(|(k, _)| k == "fs.defaultFS").map(|(_, v)| v.clone())
         .unwrap_or_default();
     CString::new(v).unwrap_or_default().into_raw()
