@@ -2,7 +2,8 @@
 # Sets up everything sparktf needs on a fresh Debian 12 machine, idempotently:
 # Debian packages (apt-get), the virtual environment .venv with pinned PyPI
 # packages (requirements.txt), and sparktf itself (C++ core, CLI and the
-# _native extension) built into .venv. Safe to run again; skips what is done.
+# _native extension, with the Rust library behind hdfs:// and s3:// that cargo
+# builds from crates.io) built into .venv. Safe to run again; skips what is done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,6 +21,7 @@ for pkg in "${APT_PACKAGES[@]}"; do
     || missing+=("$pkg")
 done
 command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+command -v mvn >/dev/null 2>&1 || missing+=(maven)
 command -v "$PYTHON" >/dev/null 2>&1 || missing+=(python3)
 "$PYTHON" -c "import venv, ensurepip" >/dev/null 2>&1 || missing+=(python3-venv)
 if ((${#missing[@]})); then
@@ -29,6 +31,16 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+
+# Rust builds the hdfs:// and s3:// library (hdfs-native and object_store need 1.85+).
+# Machines of this kind have it from rustup; Debian 12's own cargo is too old.
+CARGO="$(command -v cargo || echo "$HOME/.cargo/bin/cargo")"
+if ! "$CARGO" --version >/dev/null 2>&1; then
+  echo "bootstrap: cargo (Rust 1.85 or newer) is needed to build sparktf; install it with rustup" >&2
+  exit 1
+fi
+# Crates are cached inside the clone.
+export CARGO_HOME="$PWD/build/cargo-home"
 
 if [ ! -x .venv/bin/python ]; then
   echo "bootstrap: creating .venv with $($PYTHON --version)"

@@ -2,8 +2,9 @@
 # Sets everything up, then runs every test: the C++ suite (CTest/GoogleTest)
 # built plain, with AddressSanitizer and with UndefinedBehaviorSanitizer, a
 # short libFuzzer run of each fuzz target, and the pytest suite (TensorFlow and
-# a local-cluster Spark included). Exits non-zero if anything fails or if a
-# runner executed no test.
+# a local-cluster Spark included; HDFS from Hadoop's minicluster and S3 from moto,
+# started by the tests' fixtures). Exits non-zero if anything fails or if a runner
+# executed no test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
@@ -17,6 +18,9 @@ done
 
 echo "== fuzz smoke run"
 bash scripts/fuzz.sh "${SPARKTF_FUZZ_SECONDS:-20}"
+
+echo "== Hadoop minicluster jars (Maven Central, cached in build/)"
+.venv/bin/python scripts/minicluster.py fetch
 
 echo "== Python tests"
 # pytest exits 5 when it collected no test, which fails this script too.

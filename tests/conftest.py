@@ -3,11 +3,35 @@
 local[N], which runs executors as threads inside the driver."""
 
 import os
+import shutil
 import sys
+import uuid
+from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+# Remote stores: HDFS (Hadoop's minicluster) and S3 (moto) are started by the `hdfs` and
+# `s3` fixtures on first use. Their client configuration lives at fixed places set here,
+# before Spark starts, so that executors (which inherit this environment) find it too.
+TEST_ENV = ROOT / "build" / "test-env"
+shutil.rmtree(TEST_ENV, ignore_errors=True)
+HADOOP_CONF = TEST_ENV / "hadoop-conf"
+AWS_DIR = TEST_ENV / "aws"
+for _var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+             "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_REGION", "AWS_DEFAULT_REGION",
+             "HADOOP_USER_NAME", "SPARKTF_FS_TIMEOUT"):
+    os.environ.pop(_var, None)
+os.environ.update({
+    "HADOOP_CONF_DIR": str(HADOOP_CONF),
+    "AWS_CONFIG_FILE": str(AWS_DIR / "config"),
+    "AWS_SHARED_CREDENTIALS_FILE": str(AWS_DIR / "credentials"),
+    "AWS_EC2_METADATA_DISABLED": "true",  # never ask an instance-metadata address
+})
 
 
 @pytest.fixture(scope="session")
@@ -28,3 +52,41 @@ def spark():
     )
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def hdfs():
+    """A NameNode and 2 DataNodes (replication 2, 8 MiB blocks) on loopback; HADOOP_CONF_DIR
+    points at its client configuration, so hdfs:/// is this cluster."""
+    from minicluster import HdfsMiniCluster
+
+    cluster = HdfsMiniCluster(HADOOP_CONF, datanodes=2, data_dir=TEST_ENV / "hdfs-data",
+                              log=TEST_ENV / "hdfs.log").start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def s3():
+    """moto's S3 server on loopback with bucket `sparktf-test`; AWS_CONFIG_FILE and
+    AWS_SHARED_CREDENTIALS_FILE hold its endpoint and a valid key."""
+    from s3server import MotoS3Server
+
+    server = MotoS3Server(AWS_DIR, log=TEST_ENV / "moto.log").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["local", "hdfs", "s3"])
+def store(request, tmp_path):
+    """A fresh directory URI on each kind of filesystem: a local path, hdfs:///... and
+    s3://bucket/...; the same test runs on all three."""
+    kind = request.param
+    if kind == "local":
+        return str(tmp_path)
+    name = f"t-{uuid.uuid4().hex[:10]}"
+    if kind == "hdfs":
+        request.getfixturevalue("hdfs")
+        return f"hdfs:///tmp/{name}"
+    server = request.getfixturevalue("s3")
+    return f"s3://{server.bucket}/{name}"

@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import Row
 from pyspark.sql import types as T
 
-from sparktf import dfutil, errors
+from sparktf import dfutil, errors, fs
 from sparktf import records as r
 
 pytestmark = pytest.mark.spark
@@ -51,12 +51,16 @@ def test_executors_are_separate_processes(spark):
     assert spark.sparkContext.master.startswith("local-cluster")
 
 
+def names(uri):
+    return [os.path.basename(i.uri) for i in fs.listdir(uri)]
+
+
 @pytest.mark.parametrize("compression", [None, "GZIP"])
-def test_round_trip_with_inferred_schema(spark, df, tmp_path, compression):
-    out = str(tmp_path / "tfr")
+def test_round_trip_with_inferred_schema(spark, df, store, compression):
+    out = f"{store}/tfr"
     n = dfutil.saveAsTFRecords(df, out, compression=compression)
     assert n == 200
-    files = sorted(os.listdir(out))
+    files = names(out)
     suffix = ".tfrecord.gz" if compression else ".tfrecord"
     assert files == ["_SUCCESS"] + [f"part-r-0000{i}{suffix}" for i in range(3)]
     back = dfutil.loadTFRecords(spark, out, binary_features=["raw"])
@@ -118,3 +122,58 @@ def test_unsupported_and_bad_input(spark, tmp_path):
         dfutil.loadTFRecords(spark, str(tmp_path / "missing"))
     with pytest.raises(errors.InvalidArgument, match="compression"):
         dfutil.saveAsTFRecords(nested, str(tmp_path / "c"), compression="LZO")
+
+
+def _flaky(fail_attempts):
+    """A mapInArrow function that passes rows through, but in partition 1 raises after
+    the first batch on attempts < fail_attempts (so a writer has begun its shard)."""
+    def fn(batches):
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        for i, batch in enumerate(batches):
+            if i == 1 and ctx.partitionId() == 1 and ctx.attemptNumber() < fail_attempts:
+                raise RuntimeError(f"deliberate failure of attempt {ctx.attemptNumber()}")
+            yield batch
+    return fn
+
+
+def _batched(spark, n=3000):
+    # Several Arrow batches per partition, so a failure comes mid-shard.
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "200")
+    return spark.range(0, n, 1, numPartitions=3).selectExpr("id", "id * 0.5 as x")
+
+
+def test_retried_task_leaves_no_duplicate_or_partial_shard(spark, store):
+    src = _batched(spark)
+    out = f"{store}/retried"
+    flaky = src.mapInArrow(_flaky(fail_attempts=1), src.schema)
+    assert dfutil.saveAsTFRecords(flaky, out) == 3000
+    assert names(out) == ["_SUCCESS", "part-r-00000.tfrecord", "part-r-00001.tfrecord",
+                          "part-r-00002.tfrecord"]
+    ids = r.read_columns(out, {"id": r.FixedLen("int64")})["id"]
+    assert sorted(ids.tolist()) == list(range(3000))
+
+
+def test_failed_job_leaves_no_output_and_says_so(spark, store):
+    src = _batched(spark)
+    out = f"{store}/failed"
+    always = src.mapInArrow(_flaky(fail_attempts=99), src.schema)
+    with pytest.raises(errors.Aborted, match="no output was left") as e:
+        dfutil.saveAsTFRecords(always, out)
+    assert "deliberate failure" in str(e.value)
+    assert not fs.exists(out) or names(out) == []
+    # The directory is usable afterwards; an existing output is refused unless overwritten.
+    assert dfutil.saveAsTFRecords(src, out) == 3000
+    with pytest.raises(errors.AlreadyExists, match="overwrite"):
+        dfutil.saveAsTFRecords(src, out)
+    assert dfutil.saveAsTFRecords(src.limit(10).repartition(1), out, mode="overwrite") == 10
+    assert names(out) == ["_SUCCESS", "part-r-00000.tfrecord"]
+    assert r.count_records(out) == 10
+
+
+def test_load_from_remote_stores(spark, df, store):
+    out = f"{store}/load"
+    dfutil.saveAsTFRecords(df, out, num_shards=2, compression="GZIP")
+    back = dfutil.loadTFRecords(spark, out, schema="id long, ints array<long>")
+    assert sorted(row["id"] for row in back.collect()) == list(range(200))

@@ -11,6 +11,7 @@ reserved port, held open until :meth:`NodeContext.release_port`),
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import shutil
@@ -166,14 +167,21 @@ class NodeContext:
         return self.job_name == "worker" and self.task_index == 0 and not has_chief
 
     def absolute_path(self, path: str) -> str:
-        """A fully qualified URI for `path` (TFoS's ctx.absolute_path)."""
+        """A fully qualified URI for `path`, as TFoS's ctx.absolute_path resolves it:
+        URIs stay as they are; absolute paths go on the default filesystem; relative
+        paths go under the user's home on HDFS (/user/NAME) and under the working
+        directory on a local default filesystem."""
         if "://" in path:
             return path
-        if not path.startswith("/"):
-            path = os.path.join(self.working_dir, path)
-        if self.defaultFS.startswith("file:"):
+        default_fs = self.defaultFS.rstrip("/")
+        if default_fs.startswith("file:") or not default_fs:
+            if not path.startswith("/"):
+                path = os.path.join(self.working_dir, path)
             return "file://" + path
-        return self.defaultFS.rstrip("/") + path
+        if not path.startswith("/"):
+            user = os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
+            path = f"/user/{user}/{path}"
+        return default_fs + path
 
     def release_port(self) -> None:
         """Releases the port reserved for this node so TensorFlow can bind it.

@@ -67,6 +67,7 @@ class FileSystem {
   // The direct children of a directory, in no particular order.
   virtual Result<std::vector<FileInfo>> ListDir(const std::string& uri) = 0;
   virtual Result<std::unique_ptr<RandomAccessFile>> OpenForRead(const std::string& uri) = 0;
+  // Creates missing parent directories (as HDFS and S3 writes do).
   virtual Result<std::unique_ptr<WritableFile>> OpenForWrite(const std::string& uri) = 0;
   // Creates the directory and its missing parents; OK if it exists. (S3: nothing to do.)
   virtual Status MakeDirs(const std::string& uri) = 0;

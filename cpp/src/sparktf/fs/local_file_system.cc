@@ -183,6 +183,9 @@ class LocalFileSystem final : public FileSystem {
     if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
       return Status::InvalidArgument("create " + uri + ": is a directory");
     }
+    // Missing parents are made, as on HDFS and S3.
+    std::error_code ec;
+    std::filesystem::create_directories(UriParent(path), ec);
     const std::string tmp = TempSibling(path);
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) return Status::FromErrno("create " + uri, errno);
