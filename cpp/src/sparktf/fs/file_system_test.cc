@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "sparktf/fs/output_committer.h"
 #include "sparktf/fs/s3_file_system_internal.h"
 #include "sparktf/fs/testutil_internal.h"
 #include "sparktf/record/record_reader.h"
@@ -308,6 +309,81 @@ TEST(S3ConfigTest, NoCredentialsWithMetadataDisabledMeansUnsignedRequests) {
   EXPECT_EQ(c["aws_skip_signature"], "true");
   c = S3ConfigFromEnvironment({}, "/nonexistent");
   EXPECT_EQ(c.count("aws_skip_signature"), 0u);
+}
+
+}  // namespace
+}  // namespace sparktf
+
+namespace sparktf {
+namespace {
+
+class CommitterTest : public MemFsTest {
+ protected:
+  void WriteAttempt(const std::string& job, int part, int attempt, const std::string& data) {
+    auto w = OpenOutputFile(OutputCommitter::TaskAttemptUri(
+        "mem://b/out", job, part, attempt, "part-" + std::to_string(part)));
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE((*w)->Write(data).ok());
+    ASSERT_TRUE((*w)->Close().ok());
+  }
+  std::vector<std::string> Keys() {
+    std::vector<std::string> out;
+    for (const auto& [k, _] : fs_->files) out.push_back(k);
+    return out;
+  }
+};
+
+TEST_F(CommitterTest, OnlyTheWinningAttemptsBecomeVisible) {
+  auto c = OutputCommitter::Make("mem://b/out", "job1", WriteMode::kErrorIfExists);
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(c->SetupJob().ok());
+  WriteAttempt("job1", 0, 0, "a0");
+  WriteAttempt("job1", 1, 0, "partial");  // failed attempt: Spark does not report it
+  WriteAttempt("job1", 1, 1, "b1");
+  auto finals = c->CommitJob({OutputCommitter::TaskAttemptUri("mem://b/out", "job1", 0, 0,
+                                                              "part-0"),
+                              OutputCommitter::TaskAttemptUri("mem://b/out", "job1", 1, 1,
+                                                              "part-1")});
+  ASSERT_TRUE(finals.ok()) << finals.status().ToString();
+  EXPECT_EQ(*finals, (std::vector<std::string>{"mem://b/out/part-0", "mem://b/out/part-1"}));
+  EXPECT_EQ(Keys(), (std::vector<std::string>{"mem://b/out/_SUCCESS", "mem://b/out/part-0",
+                                              "mem://b/out/part-1"}));
+  EXPECT_EQ(fs_->files["mem://b/out/part-1"], "b1");
+}
+
+TEST_F(CommitterTest, AbortLeavesNothingAndExistingOutputIsRefusedUnlessOverwritten) {
+  auto c = OutputCommitter::Make("mem://b/out", "job1", WriteMode::kErrorIfExists);
+  ASSERT_TRUE(c.ok() && c->SetupJob().ok());
+  WriteAttempt("job1", 0, 0, "a0");
+  ASSERT_TRUE(c->AbortJob().ok());
+  EXPECT_TRUE(Keys().empty());
+
+  fs_->Put("mem://b/out/part-9", "old");
+  auto refused = OutputCommitter::Make("mem://b/out", "job2", WriteMode::kErrorIfExists);
+  ASSERT_TRUE(refused.ok());
+  Status st = refused->SetupJob();
+  EXPECT_EQ(st.code(), StatusCode::kAlreadyExists);
+  EXPECT_NE(st.message().find("overwrite"), std::string::npos);
+
+  auto over = OutputCommitter::Make("mem://b/out", "job3", WriteMode::kOverwrite);
+  ASSERT_TRUE(over.ok() && over->SetupJob().ok());
+  WriteAttempt("job3", 0, 0, "new");
+  ASSERT_TRUE(
+      over->CommitJob({OutputCommitter::TaskAttemptUri("mem://b/out", "job3", 0, 0, "part-0")})
+          .ok());
+  EXPECT_EQ(Keys(), (std::vector<std::string>{"mem://b/out/_SUCCESS", "mem://b/out/part-0"}));
+}
+
+TEST_F(CommitterTest, RejectsForeignAndDuplicateFiles) {
+  auto c = OutputCommitter::Make("mem://b/out", "job1", WriteMode::kErrorIfExists);
+  ASSERT_TRUE(c.ok() && c->SetupJob().ok());
+  EXPECT_EQ(c->CommitJob({"mem://b/elsewhere/part-0"}).status().code(),
+            StatusCode::kInvalidArgument);
+  const std::string a = OutputCommitter::TaskAttemptUri("mem://b/out", "job1", 0, 0, "p");
+  const std::string b = OutputCommitter::TaskAttemptUri("mem://b/out", "job1", 1, 0, "p");
+  EXPECT_EQ(c->CommitJob({a, b}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(OutputCommitter::Make("mem://b/out", "a/b", WriteMode::kOverwrite).status().code(),
+            StatusCode::kInvalidArgument);
 }
 
 }  // namespace

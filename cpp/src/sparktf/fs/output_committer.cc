@@ -107,17 +107,19 @@ Result<std::vector<std::string>> OutputCommitter::CommitJob(
     ASSIGN_OR_RETURN(auto marker, OpenOutputFile(JoinUri(output_dir_, "_SUCCESS")));
     RETURN_NOT_OK(marker->Close());
   }
-  // The job's temporary directory, and _temporary itself once no other job uses it.
   RETURN_NOT_OK(AbortJob());
-  const std::string tmp_root = JoinUri(output_dir_, kTemporary);
-  auto rest = ListDir(tmp_root);
-  if (rest.ok() && rest->empty()) (void)DeletePath(tmp_root, true);
   return finals;
 }
 
 Status OutputCommitter::AbortJob() {
+  // The job's temporary directory, and _temporary itself once no other job uses it.
+  // (A zombie attempt that Spark failed to kill may still write below it afterwards;
+  // readers never see that, since they skip "_" names.)
   Status st = DeletePath(job_dir(), /*recursive=*/true);
   if (!st.ok() && st.code() != StatusCode::kNotFound) return st;
+  const std::string tmp_root = JoinUri(output_dir_, kTemporary);
+  auto rest = ListDir(tmp_root);
+  if (rest.ok() && rest->empty()) (void)DeletePath(tmp_root, /*recursive=*/true);
   return Status::OK();
 }
 
