@@ -1,0 +1,151 @@
+"""Remote storage benchmarks: the same records read from local disk, HDFS and S3, side by
+side in one run, and sparktf's HDFS reads against Hadoop's own `hdfs dfs -cat`.
+
+The servers run on this machine, on loopback: HDFS is Hadoop's minicluster (a NameNode
+and 2 DataNodes in one JVM, scripts/minicluster.py), S3 is moto's server
+(scripts/s3server.py). Each measurement is a fresh process; the reading process is
+pinned to core 0 (taskset), the servers may use both cores. Kinds are interleaved,
+REPEATS times; the tables show medians and ratios.
+
+  read-decode  the records benchmark's file (1M ~100-byte Examples, 109 MB) to columns
+               with sparktf.records.read_columns, from local disk, hdfs:// and s3://
+  hdfs-read    a 512 MiB file read whole: sparktf (fs.open_input, 4 MiB reads; the
+               process timed from start to exit) vs `hdfs dfs -cat FILE > /dev/null`
+               (Hadoop's Java client on the minicluster's jars, also start to exit)
+
+Usage: .venv/bin/python bench/storage_bench.py [--repeats 5] [--workdir DIR]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "scripts"))
+sys.path.insert(0, str(HERE))
+
+RAW_SIZE = 512 << 20
+
+
+def measure(kind, uri):
+    """One measurement in this process; returns seconds."""
+    from sparktf import fs, records as r
+
+    if kind == "read-decode":
+        schema = {"label": r.FixedLen("int64"), "x": r.FixedLen("float32", (16,))}
+        t = time.perf_counter()
+        cols = r.read_columns(uri, schema)
+        dt = time.perf_counter() - t
+        assert cols["x"].shape == (1_000_000, 16)
+        return dt
+    if kind == "raw-read":
+        t = time.perf_counter()
+        f = fs.open_input(uri)
+        n = 0
+        while chunk := f.read(4 << 20):
+            n += len(chunk)
+        f.close()
+        assert n == RAW_SIZE
+        return time.perf_counter() - t
+    raise ValueError(kind)
+
+
+def run_one(kind, uri, env):
+    out = subprocess.run(["taskset", "-c", "0", sys.executable, __file__, "--one", kind,
+                          "--uri", uri], capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        raise RuntimeError(f"{kind} {uri} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])["seconds"]
+
+
+def timed_process(cmd, env):
+    t = time.perf_counter()
+    subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   check=True)
+    return time.perf_counter() - t
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--workdir", default=str(HERE / "out"))
+    ap.add_argument("--one", help=argparse.SUPPRESS)
+    ap.add_argument("--uri", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.one:
+        print(json.dumps({"seconds": measure(args.one, args.uri)}))
+        return
+
+    import records_bench
+    from minicluster import HdfsMiniCluster
+    from s3server import MotoS3Server
+
+    work = Path(args.workdir)
+    small_bytes, _ = records_bench.prepare(str(work))
+    local = str(work / "small.tfrecord")
+    raw_local = work / "raw-512m.bin"
+    if not raw_local.exists() or raw_local.stat().st_size != RAW_SIZE:
+        raw_local.write_bytes(os.urandom(RAW_SIZE))
+
+    env_dir = work / "storage-env"
+    hdfs = HdfsMiniCluster(env_dir / "hadoop-conf", datanodes=2, data_dir=env_dir / "hdfs-data",
+                           block_size=128 << 20).start()
+    s3 = MotoS3Server(env_dir / "aws").start()
+    try:
+        env = dict(os.environ, HADOOP_CONF_DIR=str(hdfs.conf_dir), **s3.env(),
+                   TF_CPP_MIN_LOG_LEVEL="3")
+        os.environ.update(env)
+        from sparktf import fs
+
+        for uri, src in [("hdfs:///bench/small.tfrecord", local),
+                         (f"s3://{s3.bucket}/bench/small.tfrecord", local),
+                         ("hdfs:///bench/raw-512m.bin", str(raw_local))]:
+            fs.write_bytes(uri, Path(src).read_bytes())
+
+        uris = {"local": local, "hdfs": "hdfs:///bench/small.tfrecord",
+                "s3": f"s3://{s3.bucket}/bench/small.tfrecord"}
+        times = {k: [] for k in uris}
+        for _ in range(args.repeats):
+            for k, uri in uris.items():
+                times[k].append(run_one("read-decode", uri, env))
+        med = {k: statistics.median(v) for k, v in times.items()}
+        print(f"read + decode of {small_bytes / 1e6:.0f} MB (1M Examples) to columns, "
+              f"reader pinned to core 0, {args.repeats} repeats, medians")
+        print("| source | median | rate | local time / this time | all runs (s) |")
+        print("|---|---|---|---|---|")
+        for k in uris:
+            print(f"| {k} | {med[k]:.3f} s | {small_bytes / med[k] / 1e6:.0f} MB/s | "
+                  f"**{med['local'] / med[k]:.2f}** | "
+                  f"{', '.join(f'{x:.3f}' for x in times[k])} |", flush=True)
+
+        ours, theirs = [], []
+        raw_uri = f"{hdfs.url}/bench/raw-512m.bin"
+        java_cmd = ["taskset", "-c", "0", "java", "-Xmx512m", "-cp",
+                    __import__("minicluster").classpath(hdfs.conf_dir),
+                    "org.apache.hadoop.fs.FsShell", "-cat", raw_uri]
+        py_cmd = ["taskset", "-c", "0", sys.executable, __file__, "--one", "raw-read",
+                  "--uri", raw_uri]
+        for _ in range(args.repeats):
+            ours.append(timed_process(py_cmd, env))
+            theirs.append(timed_process(java_cmd, env))
+        mo, mt = statistics.median(ours), statistics.median(theirs)
+        print(f"\nHDFS read of 512 MiB, whole process from start to exit, pinned to core 0, "
+              f"{args.repeats} repeats, medians")
+        print("| reader | median | rate | hdfs dfs -cat time / this time | all runs (s) |")
+        print("|---|---|---|---|---|")
+        for name, m, v in [("sparktf (fs.open_input)", mo, ours),
+                           ("hdfs dfs -cat (Hadoop 3.5.0 Java client)", mt, theirs)]:
+            print(f"| {name} | {m:.3f} s | {RAW_SIZE / m / 1e6:.0f} MB/s | **{mt / m:.2f}** | "
+                  f"{', '.join(f'{x:.3f}' for x in v)} |", flush=True)
+    finally:
+        s3.stop()
+        hdfs.stop()
+
+
+if __name__ == "__main__":
+    main()
