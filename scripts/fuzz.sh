@@ -7,10 +7,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz --target record_reader_fuzz example_fuzz protocol_fuzz batch_fuzz pickle_fuzz
+cmake --build --preset fuzz --target record_reader_fuzz example_fuzz protocol_fuzz batch_fuzz pickle_fuzz \
+  uri_fuzz
 corpus=build/fuzz/corpus
 crashes=build/fuzz/crashes
-mkdir -p "$corpus/record_reader_fuzz" "$corpus/example_fuzz" "$corpus/protocol_fuzz" "$corpus/batch_fuzz" "$corpus/pickle_fuzz" "$crashes"
+mkdir -p "$corpus/record_reader_fuzz" "$corpus/example_fuzz" "$corpus/protocol_fuzz" \
+  "$corpus/batch_fuzz" "$corpus/pickle_fuzz" "$corpus/uri_fuzz" "$crashes"
 .venv/bin/python - "$corpus" <<'PY'
 import os, sys, zlib, gzip
 from sparktf import records as r
@@ -55,9 +57,13 @@ rows = {"scalars": [(0.5, 7, True, "ab", b"cd", None, 2**40)] * 3,
                   for i, t in enumerate(["f4", "f8", "i4", "i8", "u1", "?"])]}
 for name, value in rows.items():
     open(os.path.join(corpus, "pickle_fuzz", name), "wb").write(pickle.dumps(value, 5))
+uris = ["hdfs:///tmp/x", "hdfs://nn:8020/a/b", "s3://bucket/k/part-*", "file:///x/y",
+        "d/part-[0-9]", "*/x", "mem:///root/?", "rel/path"]
+for i, u in enumerate(uris):
+    open(os.path.join(corpus, "uri_fuzz", f"seed{i}"), "wb").write(u.encode())
 PY
 status=0
-for target in record_reader_fuzz example_fuzz protocol_fuzz batch_fuzz pickle_fuzz; do
+for target in record_reader_fuzz example_fuzz protocol_fuzz batch_fuzz pickle_fuzz uri_fuzz; do
   echo "fuzz: $target for ${seconds}s"
   if ! build/fuzz/cpp/$target "$corpus/$target" -max_total_time="$seconds" -timeout=10 \
        -rss_limit_mb=2048 -max_len=65536 -artifact_prefix="$crashes/$target-" \
