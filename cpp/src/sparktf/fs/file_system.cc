@@ -46,11 +46,15 @@ Result<UriParts> ParseUri(const std::string& uri) {
 
 std::string JoinUri(std::string_view dir, std::string_view name) {
   std::string out(dir);
-  // Trailing slashes go, but not the root's: "/" or the one after "scheme://authority".
+  // Trailing slashes go, but not the root's: "/" or the one after "scheme://authority"
+  // (added when missing, so that "s3://b" + "k" is "s3://b/k").
   size_t root = 0;
   if (const size_t p = out.find("://"); p != std::string::npos) {
     root = out.find('/', p + 3);
-    if (root == std::string::npos) root = out.size();
+    if (root == std::string::npos) {
+      root = out.size();
+      out.push_back('/');
+    }
   }
   while (out.size() > root + 1 && out.back() == '/') out.pop_back();
   if (!out.empty() && out.back() != '/') out.push_back('/');

@@ -75,6 +75,7 @@ TEST(UriTest, JoinParentAndBaseName) {
   EXPECT_EQ(JoinUri("hdfs://nn:1/", "tmp"), "hdfs://nn:1/tmp");
   EXPECT_EQ(JoinUri("hdfs://nn:1", "tmp"), "hdfs://nn:1/tmp");
   EXPECT_EQ(JoinUri("rel", "x"), "rel/x");
+  EXPECT_EQ(JoinUri("s3el://", "x"), "s3el:///x");  // found by uri_fuzz
   EXPECT_EQ(UriParent("hdfs:///d/x"), "hdfs:///d");
   EXPECT_EQ(UriParent("hdfs:///x"), "hdfs:///");
   EXPECT_EQ(UriParent("s3://b/k"), "s3://b");
