@@ -47,6 +47,9 @@ def spark():
         .config("spark.driver.memory", "1g")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "4")
+        # HADOOP_CONF_DIR (set above) gains the minicluster's core-site.xml once the hdfs
+        # fixture runs; Spark's own default filesystem stays local whatever the order.
+        .config("spark.hadoop.fs.defaultFS", "file:///")
         .config("spark.executorEnv.PYTHONPATH", os.pathsep.join(sys.path))
         .getOrCreate()
     )

@@ -1,5 +1,8 @@
 """TFRecord files and tf.train.Example, on the native core.
 
+Every path may be a local path or a URI: ``hdfs:///data/part-*``,
+``s3://bucket/train``, ``file:///x`` (see :mod:`sparktf.fs`).
+
 Compression arguments take ``None`` (guess from the file name: ``.gz`` is
 GZIP, ``.zlib`` is ZLIB, anything else uncompressed), ``""``/``"none"``,
 ``"GZIP"`` or ``"ZLIB"``.
@@ -64,8 +67,10 @@ Paths = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]
 
 def list_files(paths: Paths) -> list[str]:
     """Expands directories to their files in name order, skipping hidden and
-    bookkeeping entries (``.*``, ``_SUCCESS``, ``_temporary``); keeps files as
-    given. A missing path raises :class:`sparktf.errors.NotFound`."""
+    bookkeeping entries (``.*``, ``_SUCCESS``, ``_temporary``), and patterns
+    (``part-*``) to their matches; keeps files as given. Paths may be local or
+    URIs (``hdfs://``, ``s3://``; see :mod:`sparktf.fs`). A missing path raises
+    :class:`sparktf.errors.NotFound`."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     return _native.list_files([os.fspath(p) for p in paths])

@@ -87,7 +87,8 @@ struct CommonArgs {
 };
 
 void AddCommon(CLI::App* cmd, CommonArgs* args) {
-  cmd->add_option("files", args->inputs, "TFRecord files or directories of them")
+  cmd->add_option("files", args->inputs,
+                  "TFRecord files, directories or globs: local paths or URIs (hdfs://, s3://)")
       ->required();
   cmd->add_option("-c,--compression", args->compression,
                   "none, GZIP, ZLIB or auto (by file name: .gz, .zlib)")
@@ -308,8 +309,10 @@ void AddRecordsCommands(CLI::App* records) {
   auto* convert = records->add_subcommand(
       "convert",
       "CSV (with a header) or JSON lines -> TFRecord shards of tf.train.Example");
-  convert->add_option("inputs", copts->inputs, "CSV or JSON-lines files")->required();
-  convert->add_option("-o,--output-dir", copts->output_dir, "Directory for the shards")
+  convert->add_option("inputs", copts->inputs, "CSV or JSON-lines files (local paths or URIs)")
+      ->required();
+  convert->add_option("-o,--output-dir", copts->output_dir,
+                      "Directory for the shards (a local path or a URI: hdfs://, s3://)")
       ->required();
   convert->add_option("-f,--format", copts->format, "csv, jsonl or auto (by extension)")
       ->capture_default_str();
