@@ -217,8 +217,13 @@ def test_empty_file_and_missing_path(tmp_path):
     assert r.count_records(str(empty)) == 0
     with pytest.raises(errors.NotFound, match="no/such/file"):
         list(r.iter_records(str(tmp_path / "no/such/file")))
-    with pytest.raises(FileNotFoundError):
-        r.TFRecordWriter(str(tmp_path / "no/such/dir/out"))
+    # Missing directories are made, as on HDFS and S3; a file in the way is an error.
+    with r.TFRecordWriter(str(tmp_path / "new/dir/out")) as w:
+        w.write(b"x")
+    assert r.count_records(str(tmp_path / "new/dir/out")) == 1
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(OSError, match="afile"):
+        r.TFRecordWriter(str(tmp_path / "afile/out"))
 
 
 def test_writer_closed_twice_and_write_after_close(tmp_path):

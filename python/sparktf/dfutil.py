@@ -152,16 +152,47 @@ def saveAsTFRecords(df, output_dir: str, num_shards: int | None = None,
         writer.close()
         yield pa.RecordBatch.from_pydict({"file": [uri], "records": [n]})
 
+    sc = df.sparkSession.sparkContext
+    group = f"sparktf-save-{job_id}"
+    previous_group = sc.getLocalProperty("spark.jobGroup.id")
+    sc.setJobGroup(group, f"saveAsTFRecords to {out_dir}", interruptOnCancel=True)
     try:
         written = df.mapInArrow(write_partition, "file string, records long").collect()
         committer.commit_job([row["file"] for row in written])
     except BaseException as e:
+        # Tasks of the failed job that are still running must stop before the clean-up,
+        # or they would write after it.
+        sc.cancelJobGroup(group)
+        _wait_for_tasks(sc, group, _STRAGGLER_TIMEOUT)
         committer.abort_job()
         if isinstance(e, errors.SparktfError):
             raise
         raise errors.Aborted(f"saveAsTFRecords to {out_dir} failed; no output was left "
                              f"there: {e}") from e
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", previous_group)
     return int(sum(row["records"] for row in written))
+
+
+_STRAGGLER_TIMEOUT = 30.0
+
+
+def _wait_for_tasks(sc, group: str, timeout: float) -> None:
+    """Waits until no task of the jobs of `group` is running (or `timeout` passes)."""
+    import time
+
+    tracker = sc.statusTracker()
+    stages = set()
+    for job in tracker.getJobIdsForGroup(group):
+        info = tracker.getJobInfo(job)
+        if info is not None:
+            stages.update(info.stageIds)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        infos = [tracker.getStageInfo(s) for s in stages]
+        if all(i is None or i.numActiveTasks == 0 for i in infos):
+            return
+        time.sleep(0.1)
 
 
 def toTFExample(row: dict) -> bytes:

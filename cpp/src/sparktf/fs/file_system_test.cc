@@ -341,6 +341,7 @@ TEST_F(CommitterTest, OnlyTheWinningAttemptsBecomeVisible) {
   WriteAttempt("job1", 0, 0, "a0");
   WriteAttempt("job1", 1, 0, "partial");  // failed attempt: Spark does not report it
   WriteAttempt("job1", 1, 1, "b1");
+  WriteAttempt("job0", 5, 0, "z");  // a straggler of an earlier, failed job
   auto finals = c->CommitJob({OutputCommitter::TaskAttemptUri("mem://b/out", "job1", 0, 0,
                                                               "part-0"),
                               OutputCommitter::TaskAttemptUri("mem://b/out", "job1", 1, 1,

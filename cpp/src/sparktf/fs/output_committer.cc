@@ -112,14 +112,11 @@ Result<std::vector<std::string>> OutputCommitter::CommitJob(
 }
 
 Status OutputCommitter::AbortJob() {
-  // The job's temporary directory, and _temporary itself once no other job uses it.
-  // (A zombie attempt that Spark failed to kill may still write below it afterwards;
-  // readers never see that, since they skip "_" names.)
-  Status st = DeletePath(job_dir(), /*recursive=*/true);
+  // All of _temporary, as Hadoop's committer cleans up: attempts of earlier jobs that
+  // finished after their job failed go too. (One that finishes after this still writes
+  // only below _temporary, which readers skip.)
+  Status st = DeletePath(JoinUri(output_dir_, kTemporary), /*recursive=*/true);
   if (!st.ok() && st.code() != StatusCode::kNotFound) return st;
-  const std::string tmp_root = JoinUri(output_dir_, kTemporary);
-  auto rest = ListDir(tmp_root);
-  if (rest.ok() && rest->empty()) (void)DeletePath(tmp_root, /*recursive=*/true);
   return Status::OK();
 }
 

@@ -10,7 +10,7 @@
 //            or AbortJob() when the job failed
 //
 // CommitJob moves each winning file to <dir>/<name>, writes <dir>/_SUCCESS and removes
-// <dir>/_temporary/<job_id>; if a move fails, it removes the files it already moved
+// <dir>/_temporary (as Hadoop's committer does: one job writes a directory at a time); if a move fails, it removes the files it already moved
 // and the temporary directory, and returns the error. Readers skip "_" and "." names,
 // so until CommitJob nothing of the job is visible to them.
 //
@@ -45,7 +45,7 @@ class OutputCommitter {
   // `attempt_files`: URIs from TaskAttemptUri of this job, one per successful task.
   // Returns the final URIs, in the order given.
   Result<std::vector<std::string>> CommitJob(const std::vector<std::string>& attempt_files);
-  // Removes what the job wrote; nothing visible was written before CommitJob.
+  // Removes <dir>/_temporary; nothing visible was written before CommitJob.
   Status AbortJob();
 
   const std::string& output_dir() const { return output_dir_; }
