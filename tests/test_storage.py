@@ -299,3 +299,30 @@ def test_absolute_path_resolves_against_the_default_fs_like_tfos(monkeypatch):
     local = NodeContext(info, defaultFS="file://", working_dir="/work")
     assert local.absolute_path("x/y") == "file:///work/x/y"
     assert local.absolute_path("/x") == "file:///x"
+
+
+def test_ha_nameservice_fails_over_to_the_namenode_that_answers(hdfs, tmp_path):
+    # nn1 is down (nothing listens there); nn2 is the minicluster's NameNode.
+    conf = tmp_path / "ha-conf"
+    conf.mkdir()
+    (conf / "core-site.xml").write_text(
+        "<configuration><property><name>fs.defaultFS</name><value>hdfs://ns1</value>"
+        "</property></configuration>")
+    props = {"dfs.nameservices": "ns1", "dfs.ha.namenodes.ns1": "nn1,nn2",
+             "dfs.namenode.rpc-address.ns1.nn1": "127.0.0.1:9",
+             "dfs.namenode.rpc-address.ns1.nn2": hdfs.namenode}
+    (conf / "hdfs-site.xml").write_text("<configuration>" + "".join(
+        f"<property><name>{k}</name><value>{v}</value></property>" for k, v in props.items())
+        + "</configuration>")
+    p, took = run_python(
+        "from sparktf import fs\n"
+        "fs.write_bytes('hdfs:///tmp/ha.bin', b'through ns1')\n"
+        "print(fs.read_bytes('hdfs://ns1/tmp/ha.bin').decode())\n"
+        "try: fs.stat('hdfs://ns1/nope')\n"
+        "except Exception as e: print(type(e).__name__, e)",
+        {"HADOOP_CONF_DIR": str(conf)})
+    assert took < 10, (took, p.stderr)
+    lines = p.stdout.splitlines()
+    assert lines[0] == "through ns1", p.stderr
+    assert lines[1].startswith("NotFound") and "nameservice ns1" in lines[1], lines
+    assert fs.read_bytes(f"{hdfs.url}/tmp/ha.bin") == b"through ns1"

@@ -302,6 +302,44 @@ def _write_error(text: str) -> None:
             f.write(text)
 
 
+class _RegisterFilesystemsAfterTensorFlow:
+    """A meta-path finder that registers sparktf's TensorFlow filesystem plugin
+    (``sparktf.tf``) right after ``tensorflow`` is imported, so that map_fun reads
+    hdfs:// and s3:// without importing TensorFlow in nodes that never use it."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "tensorflow":
+            return None
+        import importlib.machinery
+
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            _register_tf_filesystems()
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def _register_tf_filesystems() -> None:
+    try:
+        import sparktf.tf  # noqa: F401 - registers on import
+    except errors.NotFound as e:  # built without TensorFlow's headers
+        sys.stderr.write(f"sparktf: no hdfs:// or s3:// for TensorFlow: {e}\n")
+
+
+def _register_filesystems_when_tensorflow_loads() -> None:
+    if "tensorflow" in sys.modules:
+        _register_tf_filesystems()
+    else:
+        sys.meta_path.insert(0, _RegisterFilesystemsAfterTensorFlow())
+
+
 def main(argv: list[str]) -> int:
     """Entry point of the TF process: loads (map_fun, args, options) from the
     payload file the node task wrote, deletes it, and runs map_fun."""
@@ -318,6 +356,7 @@ def main(argv: list[str]) -> int:
             os.unlink(argv[0])  # even if unreadable: nothing of the node stays on disk
         map_fun, tf_args, options = pickle.loads(payload)
         ctx = NodeContext.from_env(defaultFS=options.get("defaultFS", "file://"))
+        _register_filesystems_when_tensorflow_loads()
         _open_feeds(ctx, options.get("queues") or ["input"])
         if options.get("release_port", True):
             ctx.release_port()

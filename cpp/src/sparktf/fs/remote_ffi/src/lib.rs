@@ -1071,6 +1071,11 @@ pub extern "C" fn stf_hdfs_describe(url: *const c_char) -> *mut c_char {
         };
         let host = authority.split(':').next().unwrap_or("").to_string();
         let nns = get(&format!("dfs.ha.namenodes.{host}"));
+        let origin = if nns.is_some() {
+            format!("nameservice {host} in {}", sources.join(" and "))
+        } else {
+            origin
+        };
         let addresses = match nns {
             Some(list) => list
                 .split(',')

@@ -1,0 +1,108 @@
+"""TensorFlow itself on hdfs:// and s3:// through sparktf's filesystem plugin
+(`import sparktf.tf`), against the real servers of the storage tests: tf.data, tf.io.gfile,
+checkpoints, SavedModels and summaries. Local paths run the same tests as a reference."""
+
+import os
+
+import numpy as np
+import pytest
+
+pytestmark = [pytest.mark.storage, pytest.mark.tensorflow]
+
+
+@pytest.fixture(scope="module")
+def tf():
+    import tensorflow as tf
+
+    import sparktf.tf  # noqa: F401 - registers hdfs://, s3://, s3a://
+
+    return tf
+
+
+def test_gfile(tf, store):
+    d = f"{store}/gfile"
+    tf.io.gfile.makedirs(d)
+    with tf.io.gfile.GFile(f"{d}/a.txt", "w") as f:
+        f.write("hello ")
+        f.write("world")
+    assert tf.io.gfile.exists(f"{d}/a.txt") and not tf.io.gfile.exists(f"{d}/b.txt")
+    with tf.io.gfile.GFile(f"{d}/a.txt") as f:
+        assert f.read() == "hello world"
+    assert tf.io.gfile.stat(f"{d}/a.txt").length == 11
+    assert tf.io.gfile.listdir(d) == ["a.txt"]
+    assert tf.io.gfile.glob(f"{d}/*.txt") == [f"{d}/a.txt"]
+    tf.io.gfile.rename(f"{d}/a.txt", f"{d}/b.txt")
+    assert tf.io.gfile.listdir(d) == ["b.txt"]
+    tf.io.gfile.rmtree(d)
+    assert not tf.io.gfile.exists(f"{d}/b.txt")
+    with pytest.raises(tf.errors.NotFoundError, match="missing"):
+        tf.io.gfile.GFile(f"{store}/missing").read()
+
+
+@pytest.mark.parametrize("compression", ["", "GZIP"])
+def test_tfrecord_dataset_and_list_files(tf, store, compression):
+    d = f"{store}/data"
+    tf.io.gfile.makedirs(d)
+    opts = tf.io.TFRecordOptions(compression_type=compression)
+    for part in range(3):
+        with tf.io.TFRecordWriter(f"{d}/part-{part}", opts) as w:
+            for i in range(100):
+                w.write(tf.train.Example(features=tf.train.Features(feature={
+                    "id": tf.train.Feature(int64_list=tf.train.Int64List(value=[part * 100 + i]))
+                })).SerializeToString())
+    files = tf.data.Dataset.list_files(f"{d}/part-*", shuffle=False)
+    assert [f.decode() for f in files.as_numpy_iterator()] == [f"{d}/part-{p}" for p in range(3)]
+    ds = tf.data.TFRecordDataset(files, compression_type=compression).batch(1000)
+    parsed = tf.io.parse_example(next(iter(ds)), {"id": tf.io.FixedLenFeature([], tf.int64)})
+    assert sorted(parsed["id"].numpy().tolist()) == list(range(300))
+
+
+def test_checkpoints_and_saved_models(tf, store):
+    d = f"{store}/model"
+    v = tf.Variable(np.arange(6, dtype=np.float32).reshape(2, 3))
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(v=v), f"{d}/ckpt", max_to_keep=2)
+    for step in range(3):
+        v.assign_add(tf.ones_like(v))
+        manager.save(checkpoint_number=step)
+    assert len(manager.checkpoints) == 2
+    restored = tf.Variable(tf.zeros((2, 3)))
+    tf.train.Checkpoint(v=restored).restore(tf.train.latest_checkpoint(f"{d}/ckpt"))
+    assert np.array_equal(restored.numpy(), np.arange(6).reshape(2, 3) + 3)
+
+    class Doubler(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+        def __call__(self, x):
+            return 2 * x
+
+    tf.saved_model.save(Doubler(), f"{d}/export")
+    loaded = tf.saved_model.load(f"{d}/export")
+    assert loaded(tf.constant([1.0, 2.5])).numpy().tolist() == [2.0, 5.0]
+
+
+def test_summaries(tf, store):
+    logdir = f"{store}/logs"
+    tf.io.gfile.makedirs(logdir)
+    writer = tf.summary.create_file_writer(logdir)
+    with writer.as_default():
+        for step in range(3):
+            tf.summary.scalar("loss", 1.0 / (step + 1), step=step)
+    writer.close()
+    (event_file,) = tf.io.gfile.glob(f"{logdir}/events.out.tfevents.*")
+    losses = {}
+    for raw in tf.data.TFRecordDataset(event_file):
+        event = tf.compat.v1.Event.FromString(raw.numpy())
+        for value in event.summary.value:
+            losses[event.step] = float(tf.make_ndarray(value.tensor))
+    assert losses == pytest.approx({0: 1.0, 1: 0.5, 2: 1 / 3})
+
+
+def test_registering_again_is_harmless_and_the_plugin_exports_one_symbol(tf):
+    import subprocess
+
+    import sparktf.tf as stf
+
+    stf.register_filesystems()
+    out = subprocess.run(["nm", "-D", "--defined-only", stf.plugin_path()],
+                         capture_output=True, text=True, check=True).stdout
+    assert [line.split()[-1] for line in out.splitlines()] == ["TF_InitPlugin"]
+    assert os.path.getsize(stf.plugin_path()) > 0
