@@ -106,3 +106,49 @@ def test_registering_again_is_harmless_and_the_plugin_exports_one_symbol(tf):
                          capture_output=True, text=True, check=True).stdout
     assert [line.split()[-1] for line in out.splitlines()] == ["TF_InitPlugin"]
     assert os.path.getsize(stf.plugin_path()) > 0
+
+
+@pytest.mark.spark
+def test_cluster_trains_from_hdfs_and_exports_there(spark, hdfs, tmp_path):
+    """The seeds' loop on HDFS: Spark writes TFRecord shards to hdfs:///, a 2-worker
+    MultiWorkerMirrored cluster reads its shards there with tf.data (node processes
+    register the plugin when they import TensorFlow), and the chief exports the
+    SavedModel to hdfs:///, which a fresh process loads back."""
+    import json
+    import subprocess
+    import sys
+    import uuid
+
+    from sklearn.datasets import load_digits
+
+    import cluster_funs
+    from sparktf import TFCluster, dfutil, fs
+
+    d = load_digits()
+    x = (d.data / 16.0).astype(np.float32)
+    y = d.target.astype(np.int64)
+    base = f"hdfs:///tmp/seeds-{uuid.uuid4().hex[:8]}"
+    df = spark.createDataFrame([(x[i].tolist(), int(y[i])) for i in range(1500)],
+                               "pixels array<float>, label long")
+    dfutil.saveAsTFRecords(df, f"{base}/train", num_shards=4, compression="GZIP")
+    args = {"data": f"{base}/train", "global_batch": 64, "epochs": 6, "steps": 25,
+            "export": f"{base}/export", "out": str(tmp_path)}
+    cluster = TFCluster.run(spark.sparkContext, cluster_funs.mwms_train, args, 2,
+                            reservation_timeout=120)
+    cluster.shutdown(timeout=600)
+    nodes = [json.load(open(tmp_path / f"node-{i}.json")) for i in range(2)]
+    assert nodes[0]["exported"] == f"{base}/export" and nodes[1]["exported"] is None
+    assert all(n["loss"][-1] < 0.5 * n["loss"][0] for n in nodes)
+    assert fs.exists(f"{base}/export/saved_model.pb")
+    np.save(tmp_path / "x.npy", x[1500:])
+    code = f"""
+import numpy as np, tensorflow as tf, sparktf.tf
+m = tf.saved_model.load({base + '/export'!r})
+logits = m.serve(np.load({str(tmp_path / 'x.npy')!r}))
+print(' '.join(map(str, np.argmax(np.asarray(logits), axis=1).tolist())))
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert p.returncode == 0, p.stderr[-3000:]
+    pred = np.array([int(v) for v in p.stdout.split()])
+    assert (pred == y[1500:]).mean() > 0.85
