@@ -152,3 +152,64 @@ print(' '.join(map(str, np.argmax(np.asarray(logits), axis=1).tolist())))
     assert p.returncode == 0, p.stderr[-3000:]
     pred = np.array([int(v) for v in p.stdout.split()])
     assert (pred == y[1500:]).mean() > 0.85
+
+
+def _free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_tensorboard_serves_scalars_from_hdfs(tf, hdfs):
+    """`sparktf tensorboard --logdir hdfs://...` serves the loss of event files on HDFS,
+    and picks up a run that appears while it is running.
+
+    (An event file that is still open is not followed yet: hdfs-native reads only up to
+    the last completed block of a file being written.)"""
+    import json
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+    import uuid
+
+    def write_run(logdir, losses):
+        tf.io.gfile.makedirs(logdir)
+        writer = tf.summary.create_file_writer(logdir)
+        with writer.as_default():
+            for step, loss in enumerate(losses):
+                tf.summary.scalar("loss", loss, step=step)
+        writer.close()
+
+    def scalars(port, run, want):
+        url = f"http://127.0.0.1:{port}/data/plugin/scalars/scalars?run={run}&tag=loss"
+        points, deadline = [], time.monotonic() + 90
+        while time.monotonic() < deadline and len(points) < want:
+            try:
+                with urllib.request.urlopen(url, timeout=5) as r:
+                    points = json.loads(r.read())
+            except OSError:
+                pass
+            time.sleep(1)
+        return points
+
+    logdir = f"hdfs:///tmp/tb-{uuid.uuid4().hex[:8]}"
+    write_run(f"{logdir}/train", [1.0, 0.5, 0.25])
+    port = _free_port()
+    sparktf_cli = os.path.join(os.path.dirname(sys.executable), "sparktf")
+    tb = subprocess.Popen([sparktf_cli, "tensorboard", "--logdir", logdir, "--port", str(port),
+                           "--host", "127.0.0.1", "--reload_interval", "1"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        points = scalars(port, "train", 3)
+        assert [p[1] for p in points] == [0, 1, 2], points
+        assert [p[2] for p in points] == pytest.approx([1.0, 0.5, 0.25])
+        write_run(f"{logdir}/eval", [0.75, 0.375])
+        points = scalars(port, "eval", 2)
+        assert [p[2] for p in points] == pytest.approx([0.75, 0.375]), points
+    finally:
+        tb.terminate()
+        out = tb.communicate(timeout=30)[0]
+    assert tb.returncode is not None, out

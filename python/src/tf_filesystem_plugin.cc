@@ -13,8 +13,10 @@
 // - read() is thread-safe and positional; a file remembers where the last read ended,
 //   so TensorFlow's sequential reads stream (with read-ahead) instead of one ranged
 //   request per call.
-// - Writes commit at close(): a checkpoint or SavedModel file is never seen half
-//   written. Flush and sync do not make data visible before close.
+// - Writes follow TensorFlow's own local semantics: the file exists from the start and
+//   flush() pushes what was written (HDFS: hsync); TensorFlow itself writes checkpoints
+//   and SavedModels to temporary names and renames them. On S3 a file appears only at
+//   close().
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -160,7 +162,7 @@ void NewRandomAccessFile(const TF_Filesystem*, const char* path, TF_RandomAccess
 
 void NewWritableFile(const TF_Filesystem*, const char* path, TF_WritableFile* file,
                      TF_Status* status) {
-  auto f = OpenOutputFile(path);
+  auto f = OpenStreamingOutputFile(path);
   if (!Set(status, f.status())) return;
   file->plugin_file = new WriteFile{std::move(*f), 0};
 }
@@ -171,16 +173,20 @@ void NewAppendableFile(const TF_Filesystem*, const char* path, TF_WritableFile* 
   // lack an atomic equivalent); TensorFlow appends rarely (and not on these stores).
   auto exists = PathExists(path);
   if (!Set(status, exists.status())) return;
-  auto out = OpenOutputFile(path);
-  if (!Set(status, out.status())) return;
-  int64_t written = 0;
+  std::string old;
   if (*exists) {
     auto in = OpenInputFile(path);
     if (!Set(status, in.status())) return;
     auto data = ReadAll(in->get());
     if (!Set(status, data.status())) return;
-    if (!Set(status, (*out)->Write(*data))) return;
-    written = static_cast<int64_t>(data->size());
+    old = std::move(*data);
+  }
+  auto out = OpenStreamingOutputFile(path);
+  if (!Set(status, out.status())) return;
+  int64_t written = 0;
+  if (!old.empty()) {
+    if (!Set(status, (*out)->Write(old))) return;
+    written = static_cast<int64_t>(old.size());
   }
   file->plugin_file = new WriteFile{std::move(*out), written};
 }

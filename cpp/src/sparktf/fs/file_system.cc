@@ -178,6 +178,11 @@ Result<std::unique_ptr<WritableFile>> OpenOutputFile(const std::string& uri) {
   return fs->OpenForWrite(uri);
 }
 
+Result<std::unique_ptr<WritableFile>> OpenStreamingOutputFile(const std::string& uri) {
+  ASSIGN_OR_RETURN(auto fs, FsFor(uri));
+  return fs->OpenForStreamingWrite(uri);
+}
+
 Result<FileInfo> StatPath(const std::string& uri) {
   ASSIGN_OR_RETURN(auto fs, FsFor(uri));
   return fs->Stat(uri);

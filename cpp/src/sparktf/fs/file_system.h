@@ -69,6 +69,13 @@ class FileSystem {
   virtual Result<std::unique_ptr<RandomAccessFile>> OpenForRead(const std::string& uri) = 0;
   // Creates missing parent directories (as HDFS and S3 writes do).
   virtual Result<std::unique_ptr<WritableFile>> OpenForWrite(const std::string& uri) = 0;
+  // A file that exists at its URI from the start and whose readers see what Flush()
+  // pushed (local files: every write; HDFS: hsync), for logs that are read while they
+  // grow (TensorBoard event files). Close() finishes it; Abort() deletes it. Stores that
+  // cannot show a file before it is complete (S3) give OpenForWrite's file instead.
+  virtual Result<std::unique_ptr<WritableFile>> OpenForStreamingWrite(const std::string& uri) {
+    return OpenForWrite(uri);
+  }
   // Creates the directory and its missing parents; OK if it exists. (S3: nothing to do.)
   virtual Status MakeDirs(const std::string& uri) = 0;
   // Deletes a file, or a directory and everything below it when `recursive`.
@@ -128,6 +135,7 @@ std::string UriParent(std::string_view uri);
 
 Result<std::unique_ptr<RandomAccessFile>> OpenInputFile(const std::string& uri);
 Result<std::unique_ptr<WritableFile>> OpenOutputFile(const std::string& uri);
+Result<std::unique_ptr<WritableFile>> OpenStreamingOutputFile(const std::string& uri);
 Result<FileInfo> StatPath(const std::string& uri);
 // NotFound is false; other errors are errors.
 Result<bool> PathExists(const std::string& uri);

@@ -390,3 +390,24 @@ TEST_F(CommitterTest, RejectsForeignAndDuplicateFiles) {
 
 }  // namespace
 }  // namespace sparktf
+
+namespace sparktf {
+namespace {
+
+TEST(LocalFileSystemTest, StreamingWritesAreVisibleWhileTheyGrow) {
+  TempDir dir;
+  const std::string path = dir.path() + "/sub/events";
+  auto w = OpenStreamingOutputFile(path);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  ASSERT_TRUE((*w)->Write("abc").ok());
+  ASSERT_TRUE((*w)->Flush().ok());
+  auto st = StatPath(path);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->size, 3);
+  ASSERT_TRUE((*w)->Write("de").ok());
+  ASSERT_TRUE((*w)->Close().ok());
+  EXPECT_EQ(StatPath(path)->size, 5);
+}
+
+}  // namespace
+}  // namespace sparktf

@@ -68,7 +68,8 @@ std::string TempSibling(const std::string& path) {
                           std::to_string(rng() % 1000000000) + ".tmp");
 }
 
-// Writes a hidden sibling and renames it over the final path at Close().
+// Writes a hidden sibling and renames it over the final path at Close(); or, when
+// `tmp` equals `path` (a streaming write), writes the final path itself.
 class PosixWritableFile final : public WritableFile {
  public:
   PosixWritableFile(int fd, std::string uri, std::string path, std::string tmp)
@@ -96,7 +97,7 @@ class PosixWritableFile final : public WritableFile {
       ::unlink(tmp_.c_str());
       return Status::FromErrno("close " + uri_, err);
     }
-    if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    if (tmp_ != path_ && ::rename(tmp_.c_str(), path_.c_str()) != 0) {
       const int err = errno;
       ::unlink(tmp_.c_str());
       return Status::FromErrno("commit " + uri_, err);
@@ -191,6 +192,16 @@ class LocalFileSystem final : public FileSystem {
     if (fd < 0) return Status::FromErrno("create " + uri, errno);
     return std::unique_ptr<WritableFile>(
         std::make_unique<PosixWritableFile>(fd, uri, path, tmp));
+  }
+
+  Result<std::unique_ptr<WritableFile>> OpenForStreamingWrite(const std::string& uri) override {
+    const std::string path = LocalPath(uri);
+    std::error_code ec;
+    std::filesystem::create_directories(UriParent(path), ec);
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return Status::FromErrno("create " + uri, errno);
+    return std::unique_ptr<WritableFile>(
+        std::make_unique<PosixWritableFile>(fd, uri, path, path));
   }
 
   Status MakeDirs(const std::string& uri) override {

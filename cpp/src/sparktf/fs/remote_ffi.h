@@ -51,6 +51,7 @@ void stf_reader_free(StfReader* r);
 
 int32_t stf_writer_open(StfFs* fs, const char* path, StfWriter** out, char** err);
 int32_t stf_writer_write(StfWriter* w, const uint8_t* data, size_t n, char** err);
+int32_t stf_writer_sync(StfWriter* w, char** err);
 int32_t stf_writer_commit(StfWriter* w, char** err);
 int32_t stf_writer_abort(StfWriter* w, char** err);
 void stf_writer_free(StfWriter* w);

@@ -121,9 +121,10 @@ class RemoteWritableFile final : public WritableFile {
   // renames it to `final_path` when they differ.
   RemoteWritableFile(std::shared_ptr<const RemoteContext> ctx, StfWriter* writer,
                      std::string uri, std::string target_path, std::string final_path,
-                     RemoteStatusMaker status)
+                     RemoteStatusMaker status, bool streaming = false)
       : ctx_(std::move(ctx)),
         writer_(writer),
+        streaming_(streaming),
         uri_(std::move(uri)),
         target_path_(std::move(target_path)),
         final_path_(std::move(final_path)),
@@ -137,7 +138,12 @@ class RemoteWritableFile final : public WritableFile {
                                     data.size(), &err),
                    &err, "write", uri_);
   }
-  Status Flush() override { return Status::OK(); }
+  // Streaming files: what was written becomes visible (HDFS hsync).
+  Status Flush() override {
+    if (!streaming_ || writer_ == nullptr) return Status::OK();
+    char* err = nullptr;
+    return status_(stf_writer_sync(writer_, &err), &err, "flush", uri_);
+  }
   Status Close() override {
     if (writer_ == nullptr) return Status::OK();
     char* err = nullptr;
@@ -165,6 +171,7 @@ class RemoteWritableFile final : public WritableFile {
  private:
   std::shared_ptr<const RemoteContext> ctx_;
   StfWriter* writer_;
+  bool streaming_;
   std::string uri_;
   std::string target_path_;
   std::string final_path_;
@@ -230,6 +237,20 @@ class RemoteFileSystem final : public FileSystem {
                           "create", uri));
     return std::unique_ptr<WritableFile>(std::make_unique<RemoteWritableFile>(
         ctx_, writer, uri, target, final_path, status_));
+  }
+
+  Result<std::unique_ptr<WritableFile>> OpenForStreamingWrite(const std::string& uri) override {
+    if (commit_ != CommitStyle::kRenameTemporary) return OpenForWrite(uri);  // S3
+    const std::string path = PathIn(uri);
+    // Replaces an existing file, as OpenForWrite's commit would.
+    char* err = nullptr;
+    Status gone = status_(stf_fs_delete(ctx_->fs, path.c_str(), 0, &err), &err, "create", uri);
+    if (!gone.ok() && gone.code() != StatusCode::kNotFound) return gone;
+    StfWriter* writer = nullptr;
+    RETURN_NOT_OK(status_(stf_writer_open(ctx_->fs, path.c_str(), &writer, &err), &err,
+                          "create", uri));
+    return std::unique_ptr<WritableFile>(std::make_unique<RemoteWritableFile>(
+        ctx_, writer, uri, path, path, status_, /*streaming=*/true));
   }
 
   Status MakeDirs(const std::string& uri) override {

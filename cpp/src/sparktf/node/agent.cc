@@ -252,7 +252,7 @@ Result<int> RunAgent(const AgentOptions& o) {
     auto reserved = ReservePort(&tb_port);
     if (reserved.ok()) {
       reserved->Reset();  // TensorBoard binds without SO_REUSEPORT
-      auto tb = Spawn({o.python, "-m", "tensorboard.main", "--logdir", o.tensorboard_logdir,
+      auto tb = Spawn({o.python, "-m", "sparktf.tensorboard", "--logdir", o.tensorboard_logdir,
                        "--port", std::to_string(tb_port), "--bind_all"},
                       env, -1, -1, orig);
       if (tb.ok()) {

@@ -633,6 +633,8 @@ enum ReaderBackend {
 
 pub struct StfReader {
     backend: ReaderBackend,
+    // To look again at an HDFS file that is still being written (see grow()).
+    source: Option<(Arc<hdfs_native::Client>, String)>,
     size: u64,
     pos: u64,
     timeout: Duration,
@@ -648,8 +650,10 @@ pub extern "C" fn stf_reader_open(fs: *mut StfFs, path: *const c_char, out: *mut
     ffi(err, || {
         let fs = fs_ref(fs)?;
         let path = cstr(path, "path")?;
+        let mut source = None;
         let (backend, len) = match &fs.backend {
             Backend::Hdfs(c) => {
+                source = Some((Arc::clone(c), path.to_string()));
                 let st = block_on_timeout(fs.timeout, "stat", c.get_file_info(path))?
                     .map_err(hdfs_error)?;
                 if st.isdir {
@@ -669,6 +673,7 @@ pub extern "C" fn stf_reader_open(fs: *mut StfFs, path: *const c_char, out: *mut
         };
         let reader = StfReader {
             backend,
+            source,
             size: len,
             pos: 0,
             timeout: fs.timeout,
@@ -722,8 +727,28 @@ impl StfReader {
         self.prefetch = Some(Prefetch { rx, task });
     }
 
+    /// At the end of an HDFS file, asks the namenode whether it has grown (a file being
+    /// written and hsync'ed, such as an event file TensorBoard follows). Returns whether
+    /// there is more to read.
+    fn grow(&mut self) -> Res<bool> {
+        let Some((client, path)) = self.source.clone() else { return Ok(false) };
+        let r = block_on_timeout(self.timeout, "open", client.read(&path))?.map_err(hdfs_error)?;
+        let len = r.file_length() as u64;
+        if len <= self.size {
+            return Ok(false);
+        }
+        self.backend = ReaderBackend::Hdfs(Arc::new(r));
+        self.size = len;
+        self.prefetch = None;
+        self.chunk = Bytes::new();
+        Ok(true)
+    }
+
     fn read(&mut self, dst: &mut [u8]) -> Res<usize> {
-        if dst.is_empty() || self.pos >= self.size {
+        if dst.is_empty() {
+            return Ok(0);
+        }
+        if self.pos >= self.size && !self.grow()? {
             return Ok(0);
         }
         if self.chunk.is_empty() {
@@ -914,6 +939,25 @@ pub extern "C" fn stf_writer_write(w: *mut StfWriter, data: *const u8, n: usize,
             w.flush_pending()?;
         }
         Ok(())
+    })
+}
+
+/// Pushes what was written so far to the store and, on HDFS, makes it visible to new
+/// readers (hsync). On S3 nothing is visible before commit: only the buffer is pushed
+/// into the upload.
+#[no_mangle]
+pub extern "C" fn stf_writer_sync(w: *mut StfWriter, err: *mut *mut c_char) -> i32 {
+    ffi(err, || {
+        let w = unsafe { &mut *w };
+        w.flush_pending()?;
+        let timeout = w.timeout;
+        match w.backend.as_mut() {
+            Some(WriterBackend::Hdfs(f)) => {
+                block_on_timeout(timeout, "hsync", f.hsync())?.map_err(hdfs_error)
+            }
+            Some(WriterBackend::S3(_)) => Ok(()),
+            None => Err(Error::new(INVALID_ARGUMENT, "writer is closed")),
+        }
     })
 }
 
