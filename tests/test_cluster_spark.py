@@ -181,8 +181,12 @@ def test_more_executors_than_exist_is_a_clear_error(spark):
     assert wait_no_node_processes() == []
 
 
-def test_tensorboard_on_the_chief(spark, tmp_path):
+@pytest.mark.parametrize("where", ["local", "hdfs"])
+def test_tensorboard_on_the_chief(spark, tmp_path, request, where):
     log_dir = str(tmp_path / "logs")
+    if where == "hdfs":
+        request.getfixturevalue("hdfs")
+        log_dir = f"hdfs:///tmp/tb-{tmp_path.name}"
     cluster = TFCluster.run(spark.sparkContext, cluster_funs.tensorboard_node,
                             {"log_dir": log_dir, "max_wait": 90,
                              "done": str(tmp_path / "done")}, 2, master_node="chief",
@@ -196,6 +200,12 @@ def test_tensorboard_on_the_chief(spark, tmp_path):
         except (urllib.error.URLError, ConnectionError, OSError):
             time.sleep(0.5)
     assert body is not None, "TensorBoard did not answer"
+    if where == "hdfs":  # the chief's event file is on HDFS, written through the plugin
+        from sparktf import fs
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not fs.glob(f"{log_dir}/events.out.tfevents.*"):
+            time.sleep(0.5)
+        assert fs.glob(f"{log_dir}/events.out.tfevents.*")
     (tmp_path / "done").write_text("")
     cluster.shutdown(timeout=120)
     with pytest.raises((urllib.error.URLError, ConnectionError, OSError)):
