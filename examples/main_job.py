@@ -197,7 +197,8 @@ def main():
             f"{len(test_rows)} held out; master {sc.master}")
 
         shards = os.path.join(workdir, "titanic")
-        n = dfutil.saveAsTFRecords(df, shards, num_shards=4, compression="GZIP")
+        n = dfutil.saveAsTFRecords(df, shards, num_shards=4, compression="GZIP",
+                                   mode="overwrite")
         log(f"saveAsTFRecords: {n} records in 4 shards under {shards}")
         cli = os.path.join(os.path.dirname(sys.executable), "sparktf")
         print(subprocess.run([cli, "records", "inspect", shards], check=True,
