@@ -291,13 +291,13 @@ def test_absolute_path_resolves_against_the_default_fs_like_tfos(monkeypatch):
     info = {"executor_id": 0, "worker_num": 0, "job_name": "chief", "task_index": 0,
             "cluster_spec": {"chief": ["h:1"]}, "num_workers": 1}
     monkeypatch.setenv("HADOOP_USER_NAME", "alice")
-    ctx = NodeContext(info, defaultFS="hdfs://nn:8020", working_dir="/work")
+    ctx = NodeContext(info, defaultFS="hdfs://nn:8020", working_dir="/wd")
     assert ctx.defaultFS == "hdfs://nn:8020"
     assert ctx.absolute_path("data/train") == "hdfs://nn:8020/user/alice/data/train"
     assert ctx.absolute_path("/data/train") == "hdfs://nn:8020/data/train"
     assert ctx.absolute_path("s3://b/k") == "s3://b/k"
-    local = NodeContext(info, defaultFS="file://", working_dir="/work")
-    assert local.absolute_path("x/y") == "file:///work/x/y"
+    local = NodeContext(info, defaultFS="file://", working_dir="/wd")
+    assert local.absolute_path("x/y") == "file:///wd/x/y"
     assert local.absolute_path("/x") == "file:///x"
 
 

@@ -59,6 +59,15 @@ bool Set(TF_Status* status, const Status& st) {
 void* Allocate(size_t size) { return std::malloc(size); }
 void Free(void* p) { std::free(p); }
 
+// A zeroed table of operations in TensorFlow-owned memory: operations left null get
+// TensorFlow's defaults.
+template <typename Ops>
+Ops* NewOps(size_t size) {
+  auto* ops = static_cast<Ops*>(Allocate(size));
+  std::memset(ops, 0, size);
+  return ops;
+}
+
 char* CopyString(const std::string& s) {
   char* out = static_cast<char*>(Allocate(s.size() + 1));
   std::memcpy(out, s.c_str(), s.size() + 1);
@@ -307,14 +316,12 @@ extern "C" __attribute__((visibility("default"))) void TF_InitPlugin(
     TF_SetFilesystemVersionMetadata(ops);
     ops->scheme = CopyString(kSchemes[i]);
 
-    auto* ra = static_cast<TF_RandomAccessFileOps*>(Allocate(TF_RANDOM_ACCESS_FILE_OPS_SIZE));
-    std::memset(ra, 0, TF_RANDOM_ACCESS_FILE_OPS_SIZE);
+    auto* ra = NewOps<TF_RandomAccessFileOps>(TF_RANDOM_ACCESS_FILE_OPS_SIZE);
     ra->cleanup = CleanupReadFile;
     ra->read = Read;
     ops->random_access_file_ops = ra;
 
-    auto* wf = static_cast<TF_WritableFileOps*>(Allocate(TF_WRITABLE_FILE_OPS_SIZE));
-    std::memset(wf, 0, TF_WRITABLE_FILE_OPS_SIZE);
+    auto* wf = NewOps<TF_WritableFileOps>(TF_WRITABLE_FILE_OPS_SIZE);
     wf->cleanup = CleanupWriteFile;
     wf->append = Append;
     wf->tell = Tell;
@@ -323,8 +330,7 @@ extern "C" __attribute__((visibility("default"))) void TF_InitPlugin(
     wf->close = Close;
     ops->writable_file_ops = wf;
 
-    auto* fs = static_cast<TF_FilesystemOps*>(Allocate(TF_FILESYSTEM_OPS_SIZE));
-    std::memset(fs, 0, TF_FILESYSTEM_OPS_SIZE);
+    auto* fs = NewOps<TF_FilesystemOps>(TF_FILESYSTEM_OPS_SIZE);
     fs->init = Init;
     fs->cleanup = Cleanup;
     fs->new_random_access_file = NewRandomAccessFile;
