@@ -213,3 +213,63 @@ def test_tensorboard_serves_scalars_from_hdfs(tf, hdfs):
         tb.terminate()
         out = tb.communicate(timeout=30)[0]
     assert tb.returncode is not None, out
+
+
+def test_keras_backup_and_restore_and_model_checkpoint(tf, store):
+    """Keras writes its fault-tolerance backups and best-model checkpoints through the
+    plugin, and a second fit resumes from the backup."""
+    import tf_keras as keras
+
+    d = f"{store}/keras"
+    x = np.random.default_rng(0).normal(size=(256, 4)).astype(np.float32)
+    y = (x.sum(axis=1) > 0).astype(np.float32)
+
+    def model():
+        m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1, activation="sigmoid")])
+        m.compile(optimizer="sgd", loss="binary_crossentropy")
+        return m
+
+    class StopAt(keras.callbacks.Callback):
+        def __init__(self, epoch):
+            super().__init__()
+            self.epoch = epoch
+
+        def on_epoch_begin(self, epoch, logs=None):
+            if epoch == self.epoch:
+                raise RuntimeError("interrupted")
+
+    backup = keras.callbacks.BackupAndRestore(f"{d}/backup")
+    ckpt = keras.callbacks.ModelCheckpoint(f"{d}/best",
+                                           save_weights_only=True, save_best_only=True,
+                                           monitor="loss")
+    with pytest.raises(RuntimeError, match="interrupted"):
+        model().fit(x, y, epochs=4, verbose=0, callbacks=[backup, ckpt, StopAt(2)])
+    assert tf.io.gfile.glob(f"{d}/backup/*") and tf.io.gfile.glob(f"{d}/best*")
+    seen = []
+
+    class Record(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            seen.append(epoch)
+
+    model().fit(x, y, epochs=4, verbose=0,
+                callbacks=[keras.callbacks.BackupAndRestore(f"{d}/backup"), Record()])
+    assert seen == [2, 3]  # resumed after the two epochs the backup holds
+
+
+def test_checkpoint_into_a_directory_without_permission_names_the_path(hdfs):
+    import subprocess
+    import sys
+
+    from sparktf import fs
+
+    fs.makedirs("hdfs:///locked")  # the superuser's, mode 755
+    code = ("import tensorflow as tf, sparktf.tf\n"
+            "try:\n"
+            "    tf.train.Checkpoint(v=tf.Variable(1.0)).save('hdfs:///locked/ckpt/c')\n"
+            "except Exception as e:\n"
+            "    print(type(e).__name__, e)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120, env=dict(os.environ, HADOOP_USER_NAME="alice",
+                                             TF_CPP_MIN_LOG_LEVEL="3"))
+    assert p.stdout.startswith("PermissionDeniedError"), (p.stdout, p.stderr[-2000:])
+    assert "hdfs:///locked/ckpt" in p.stdout and "alice" in p.stdout
