@@ -39,6 +39,27 @@ def test_gfile(tf, store):
         tf.io.gfile.GFile(f"{store}/missing").read()
 
 
+def test_gfile_flush_shows_what_was_written_before_close(tf, store):
+    """A reader opened after flush() sees everything written so far, across HDFS block
+    boundaries (8 MiB on the minicluster), and the file ends whole after more writes.
+    S3 shows an object only when it is closed."""
+    path = f"{store}/flushed/events.bin"
+    chunk = bytes(range(256)) * 4096  # 1 MiB
+    tf.io.gfile.makedirs(f"{store}/flushed")
+    with tf.io.gfile.GFile(path, "wb") as f:
+        for i in range(3):
+            for _ in range(4):
+                f.write(chunk)
+            f.flush()
+            if not store.startswith("s3"):
+                with tf.io.gfile.GFile(path, "rb") as r:
+                    assert r.read() == chunk * 4 * (i + 1)
+        f.write(b"tail")
+    with tf.io.gfile.GFile(path, "rb") as r:
+        assert r.read() == chunk * 12 + b"tail"
+    tf.io.gfile.rmtree(f"{store}/flushed")
+
+
 @pytest.mark.parametrize("compression", ["", "GZIP"])
 def test_tfrecord_dataset_and_list_files(tf, store, compression):
     d = f"{store}/data"
@@ -164,10 +185,9 @@ def _free_port():
 
 def test_tensorboard_serves_scalars_from_hdfs(tf, hdfs):
     """`sparktf tensorboard --logdir hdfs://...` serves the loss of event files on HDFS,
-    and picks up a run that appears while it is running.
-
-    (An event file that is still open is not followed yet: hdfs-native reads only up to
-    the last completed block of a file being written.)"""
+    picks up a run that appears while it is running, and follows an event file that is
+    still being written (what a flush of the summary writer pushed is served before the
+    writer closes)."""
     import json
     import subprocess
     import sys
@@ -209,6 +229,20 @@ def test_tensorboard_serves_scalars_from_hdfs(tf, hdfs):
         write_run(f"{logdir}/eval", [0.75, 0.375])
         points = scalars(port, "eval", 2)
         assert [p[2] for p in points] == pytest.approx([0.75, 0.375]), points
+
+        live = tf.summary.create_file_writer(f"{logdir}/live", flush_millis=10**9)
+        with live.as_default():
+            for step in range(3):
+                tf.summary.scalar("loss", 2.0 - step, step=step)
+            live.flush()
+            points = scalars(port, "live", 3)
+            assert [p[2] for p in points] == pytest.approx([2.0, 1.0, 0.0]), points
+            for step in range(3, 5):
+                tf.summary.scalar("loss", 2.0 - step, step=step)
+            live.flush()
+            points = scalars(port, "live", 5)
+            assert [p[1] for p in points] == [0, 1, 2, 3, 4], points
+        live.close()
     finally:
         tb.terminate()
         out = tb.communicate(timeout=30)[0]

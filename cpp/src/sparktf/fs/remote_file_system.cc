@@ -138,7 +138,7 @@ class RemoteWritableFile final : public WritableFile {
                                     data.size(), &err),
                    &err, "write", uri_);
   }
-  // Streaming files: what was written becomes visible (HDFS hsync).
+  // Streaming files: what was written becomes visible (see stf_writer_sync).
   Status Flush() override {
     if (!streaming_ || writer_ == nullptr) return Status::OK();
     char* err = nullptr;
