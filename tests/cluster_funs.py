@@ -47,8 +47,12 @@ def mwms_train(args, ctx):
                     f.write(json.dumps({"epoch": epoch + 1, "loss": float(logs["loss"]),
                                         "accuracy": float(logs["accuracy"])}) + "\n")
 
+    callbacks = [Progress()]
+    if args.get("checkpoints"):
+        callbacks.append(tf.keras.callbacks.ModelCheckpoint(
+            args["checkpoints"] + "/ckpt-{epoch:04d}", save_weights_only=True))
     hist = model.fit(dist, epochs=args["epochs"], steps_per_epoch=args["steps"], verbose=0,
-                     callbacks=[Progress()])
+                     callbacks=callbacks)
     exported = ctx.export_model(model, args["export"])
     with open(os.path.join(args["out"], f"node-{ctx.executor_id}.json"), "w") as f:
         json.dump({"job_name": ctx.job_name, "task_index": ctx.task_index,

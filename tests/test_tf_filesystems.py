@@ -129,6 +129,23 @@ def test_registering_again_is_harmless_and_the_plugin_exports_one_symbol(tf):
     assert os.path.getsize(stf.plugin_path()) > 0
 
 
+def _digits():
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    return (d.data / 16.0).astype(np.float32), d.target.astype(np.int64)
+
+
+def _save_digits(spark, x, y, uri):
+    """The first 1500 digits as 4 GZIP shards under `uri` (what cluster_funs.mwms_train
+    reads)."""
+    from sparktf import dfutil
+
+    df = spark.createDataFrame([(x[i].tolist(), int(y[i])) for i in range(1500)],
+                               "pixels array<float>, label long")
+    dfutil.saveAsTFRecords(df, uri, num_shards=4, compression="GZIP")
+
+
 @pytest.mark.spark
 def test_cluster_trains_from_hdfs_and_exports_there(spark, hdfs, tmp_path):
     """The seeds' loop on HDFS: Spark writes TFRecord shards to hdfs:///, a 2-worker
@@ -140,18 +157,12 @@ def test_cluster_trains_from_hdfs_and_exports_there(spark, hdfs, tmp_path):
     import sys
     import uuid
 
-    from sklearn.datasets import load_digits
-
     import cluster_funs
-    from sparktf import TFCluster, dfutil, fs
+    from sparktf import TFCluster, fs
 
-    d = load_digits()
-    x = (d.data / 16.0).astype(np.float32)
-    y = d.target.astype(np.int64)
+    x, y = _digits()
     base = f"hdfs:///tmp/seeds-{uuid.uuid4().hex[:8]}"
-    df = spark.createDataFrame([(x[i].tolist(), int(y[i])) for i in range(1500)],
-                               "pixels array<float>, label long")
-    dfutil.saveAsTFRecords(df, f"{base}/train", num_shards=4, compression="GZIP")
+    _save_digits(spark, x, y, f"{base}/train")
     args = {"data": f"{base}/train", "global_batch": 64, "epochs": 6, "steps": 25,
             "export": f"{base}/export", "out": str(tmp_path)}
     cluster = TFCluster.run(spark.sparkContext, cluster_funs.mwms_train, args, 2,
@@ -173,6 +184,49 @@ print(' '.join(map(str, np.argmax(np.asarray(logits), axis=1).tolist())))
     assert p.returncode == 0, p.stderr[-3000:]
     pred = np.array([int(v) for v in p.stdout.split()])
     assert (pred == y[1500:]).mean() > 0.85
+
+
+@pytest.mark.spark
+def test_namenode_stopping_mid_training_fails_the_cluster_naming_hdfs(spark, hdfs, tmp_path):
+    """The namenode stops while a MultiWorkerMirrored cluster trains from HDFS and
+    checkpoints there every epoch: the cluster fails within seconds (no TensorFlow op
+    hangs on HDFS), and the error names the namenode."""
+    import json
+    import time
+    import uuid
+
+    import cluster_funs
+    from sparktf import TFCluster
+
+    x, y = _digits()
+    base = f"hdfs:///tmp/nn-down-{uuid.uuid4().hex[:8]}"
+    _save_digits(spark, x, y, f"{base}/train")
+    progress = tmp_path / "progress.jsonl"
+    args = {"data": f"{base}/train", "global_batch": 64, "epochs": 100000, "steps": 5,
+            "export": f"{base}/export", "out": str(tmp_path), "progress": str(progress),
+            "checkpoints": f"{base}/checkpoints"}
+    cluster = TFCluster.run(spark.sparkContext, cluster_funs.mwms_train, args, 2,
+                            reservation_timeout=120)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and not (
+                progress.exists() and len(progress.read_text().splitlines()) >= 3):
+            assert not cluster.wait(0.5), "training ended early"
+        epochs_before = len(progress.read_text().splitlines())
+        assert epochs_before >= 3
+        hdfs.command("stop-namenode")
+        t0 = time.monotonic()
+        with pytest.raises(Exception) as failure:
+            cluster.shutdown(timeout=120)
+        elapsed = time.monotonic() - t0
+    finally:
+        hdfs.command("restart-namenode")
+    message = str(failure.value)
+    print(f"cluster failed {elapsed:.1f}s after the namenode stopped: {message[:1500]}")
+    assert elapsed < 20, (elapsed, message[-3000:])
+    assert hdfs.namenode in message and "namenode" in message, message[-3000:]
+    last = json.loads(progress.read_text().splitlines()[-1])
+    assert last["epoch"] < epochs_before + 20  # it stopped soon after
 
 
 def _free_port():
