@@ -14,8 +14,15 @@ times; the tables show medians and ratios.
   hdfs-read    a 512 MiB file read whole: sparktf (fs.open_input, 4 MiB reads; the
                process timed from start to exit) vs `hdfs dfs -cat FILE > /dev/null`
                (Hadoop's Java client on the minicluster's jars, also start to exit)
+  tf-input     the same 1M Examples through a TensorFlow input pipeline
+               (TFRecordDataset -> batch(1024) -> parse_example, AUTOTUNE, prefetch),
+               TensorFlow reading hdfs:// and s3:// through sparktf's filesystem plugin,
+               vs the same pipeline on local disk; and sparktf.data.tfrecord_dataset
+               (one worker's share) vs tf.data.TFRecordDataset on HDFS. Reader free on
+               both cores, as in a training process; the time excludes TF's import.
 
 Usage: .venv/bin/python bench/storage_bench.py [--repeats 5] [--workdir DIR]
+                                               [--sections read-decode,hdfs-read,tf-input]
 """
 
 import argparse
@@ -54,6 +61,31 @@ def measure(kind, uri):
         f.close()
         assert n == RAW_SIZE
         return time.perf_counter() - t
+    if kind in ("tf-input", "stf-input"):
+        import types
+
+        import tensorflow as tf
+
+        import sparktf.tf  # noqa: F401 - hdfs:// and s3:// for TensorFlow
+        from sparktf import data
+
+        spec = {"label": tf.io.FixedLenFeature([], tf.int64),
+                "x": tf.io.FixedLenFeature([16], tf.float32)}
+        t = time.perf_counter()
+        if kind == "tf-input":
+            ds = tf.data.TFRecordDataset(uri)
+        else:
+            one_worker = types.SimpleNamespace(num_workers=1, job_name="worker", task_index=0,
+                                               cluster_spec={"worker": ["localhost:0"]})
+            ds = data.tfrecord_dataset(uri, one_worker)
+        ds = ds.batch(1024).map(lambda b: tf.io.parse_example(b, spec),
+                                num_parallel_calls=tf.data.AUTOTUNE).prefetch(4)
+        n = 0
+        for batch in ds:
+            n += int(batch["label"].shape[0])
+        dt = time.perf_counter() - t
+        assert n == 1_000_000, n
+        return dt
     raise ValueError(kind)
 
 
@@ -77,6 +109,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--workdir", default=str(HERE / "out"))
+    ap.add_argument("--sections", default="read-decode,hdfs-read,tf-input")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--uri", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -88,11 +121,13 @@ def main():
     from minicluster import HdfsMiniCluster
     from s3server import MotoS3Server
 
+    sections = args.sections.split(",")
     work = Path(args.workdir)
     small_bytes, _ = records_bench.prepare(str(work))
     local = str(work / "small.tfrecord")
     raw_local = work / "raw-512m.bin"
-    if not raw_local.exists() or raw_local.stat().st_size != RAW_SIZE:
+    if "hdfs-read" in sections and (not raw_local.exists() or
+                                    raw_local.stat().st_size != RAW_SIZE):
         raw_local.write_bytes(os.urandom(RAW_SIZE))
 
     env_dir = work / "storage-env"
@@ -105,14 +140,16 @@ def main():
         os.environ.update(env)
         from sparktf import fs
 
-        for uri, src in [("hdfs:///bench/small.tfrecord", local),
-                         (f"s3://{s3.bucket}/bench/small.tfrecord", local),
-                         ("hdfs:///bench/raw-512m.bin", str(raw_local))]:
+        uploads = [("hdfs:///bench/small.tfrecord", local),
+                   (f"s3://{s3.bucket}/bench/small.tfrecord", local)]
+        if "hdfs-read" in sections:
+            uploads.append(("hdfs:///bench/raw-512m.bin", str(raw_local)))
+        for uri, src in uploads:
             fs.write_bytes(uri, Path(src).read_bytes())
 
         uris = {"local": local, "hdfs": "hdfs:///bench/small.tfrecord",
                 "s3": f"s3://{s3.bucket}/bench/small.tfrecord"}
-        for pinned in (True, False):
+        for pinned in (True, False) if "read-decode" in sections else ():
             times = {k: [] for k in uris}
             for _ in range(args.repeats):
                 for k, uri in uris.items():
@@ -128,28 +165,58 @@ def main():
                       f"**{med['local'] / med[k]:.2f}** | "
                       f"{', '.join(f'{x:.3f}' for x in times[k])} |", flush=True)
 
-        ours, theirs = [], []
-        raw_uri = f"{hdfs.url}/bench/raw-512m.bin"
-        java_cmd = ["taskset", "-c", "0", "java", "-Xmx512m", "-cp",
-                    __import__("minicluster").classpath(hdfs.conf_dir),
-                    "org.apache.hadoop.fs.FsShell", "-cat", raw_uri]
-        py_cmd = ["taskset", "-c", "0", sys.executable, __file__, "--one", "raw-read",
-                  "--uri", raw_uri]
-        for _ in range(args.repeats):
-            ours.append(timed_process(py_cmd, env))
-            theirs.append(timed_process(java_cmd, env))
-        mo, mt = statistics.median(ours), statistics.median(theirs)
-        print(f"\nHDFS read of 512 MiB, whole process from start to exit, pinned to core 0, "
-              f"{args.repeats} repeats, medians")
-        print("| reader | median | rate | hdfs dfs -cat time / this time | all runs (s) |")
-        print("|---|---|---|---|---|")
-        for name, m, v in [("sparktf (fs.open_input)", mo, ours),
-                           ("hdfs dfs -cat (Hadoop 3.5.0 Java client)", mt, theirs)]:
-            print(f"| {name} | {m:.3f} s | {RAW_SIZE / m / 1e6:.0f} MB/s | **{mt / m:.2f}** | "
-                  f"{', '.join(f'{x:.3f}' for x in v)} |", flush=True)
+        if "tf-input" in sections:
+            tf_input(uris, env, args.repeats, small_bytes)
+        if "hdfs-read" in sections:
+            hdfs_read(hdfs, env, args.repeats)
     finally:
         s3.stop()
         hdfs.stop()
+
+
+def tf_input(uris, env, repeats, size):
+    runs = [("tf.data.TFRecordDataset", k, "tf-input") for k in uris]
+    runs.append(("sparktf.data.tfrecord_dataset", "hdfs", "stf-input"))
+    times = {r: [] for r in runs}
+    for _ in range(repeats):
+        for r in runs:
+            times[r].append(run_one(r[2], uris[r[1]], env, pinned=False))
+    med = {r: statistics.median(v) for r, v in times.items()}
+    local = med[runs[0]]
+    print(f"\nTensorFlow input pipeline (batch 1024 + parse_example) over {size / 1e6:.0f} MB "
+          f"(1M Examples), reader free on both cores, {repeats} repeats, medians")
+    print("| reader | source | median | records/s | local time / this time | all runs (s) |")
+    print("|---|---|---|---|---|---|")
+    for r in runs:
+        print(f"| {r[0]} | {r[1]} | {med[r]:.3f} s | {1e6 / med[r] / 1e3:.0f} k | "
+              f"**{local / med[r]:.2f}** | {', '.join(f'{x:.3f}' for x in times[r])} |",
+              flush=True)
+    tf_hdfs = med[("tf.data.TFRecordDataset", "hdfs", "tf-input")]
+    stf_hdfs = med[("sparktf.data.tfrecord_dataset", "hdfs", "stf-input")]
+    print(f"sparktf.data.tfrecord_dataset / tf.data.TFRecordDataset on HDFS, time ratio "
+          f"(tf / sparktf): **{tf_hdfs / stf_hdfs:.2f}**", flush=True)
+
+
+def hdfs_read(hdfs, env, repeats):
+    ours, theirs = [], []
+    raw_uri = f"{hdfs.url}/bench/raw-512m.bin"
+    java_cmd = ["taskset", "-c", "0", "java", "-Xmx512m", "-cp",
+                __import__("minicluster").classpath(hdfs.conf_dir),
+                "org.apache.hadoop.fs.FsShell", "-cat", raw_uri]
+    py_cmd = ["taskset", "-c", "0", sys.executable, __file__, "--one", "raw-read",
+              "--uri", raw_uri]
+    for _ in range(repeats):
+        ours.append(timed_process(py_cmd, env))
+        theirs.append(timed_process(java_cmd, env))
+    mo, mt = statistics.median(ours), statistics.median(theirs)
+    print(f"\nHDFS read of 512 MiB, whole process from start to exit, pinned to core 0, "
+          f"{repeats} repeats, medians")
+    print("| reader | median | rate | hdfs dfs -cat time / this time | all runs (s) |")
+    print("|---|---|---|---|---|")
+    for name, m, v in [("sparktf (fs.open_input)", mo, ours),
+                       ("hdfs dfs -cat (Hadoop 3.5.0 Java client)", mt, theirs)]:
+        print(f"| {name} | {m:.3f} s | {RAW_SIZE / m / 1e6:.0f} MB/s | **{mt / m:.2f}** | "
+              f"{', '.join(f'{x:.3f}' for x in v)} |", flush=True)
 
 
 if __name__ == "__main__":
