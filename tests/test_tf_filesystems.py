@@ -146,6 +146,41 @@ def _save_digits(spark, x, y, uri):
     dfutil.saveAsTFRecords(df, uri, num_shards=4, compression="GZIP")
 
 
+# The real plugin, with the filesystem ABI number of another TensorFlow: what a sparktf
+# built against one TensorFlow shows when loaded by another.
+OTHER_ABI_PLUGIN = r"""
+#include <dlfcn.h>
+#include <stdlib.h>
+#include "tensorflow/c/experimental/filesystem/filesystem_interface.h"
+extern "C" void TF_InitPlugin(TF_FilesystemPluginInfo* info) {
+  void* real = dlopen(getenv("REAL_PLUGIN"), RTLD_NOW | RTLD_LOCAL);
+  reinterpret_cast<void (*)(TF_FilesystemPluginInfo*)>(dlsym(real, "TF_InitPlugin"))(info);
+  for (int i = 0; i < info->num_schemes; ++i) info->ops[i].filesystem_ops_abi += 1;
+}
+"""
+
+
+def test_a_plugin_of_another_abi_is_refused_with_a_clear_error(tf, tmp_path):
+    import subprocess
+    import sys
+
+    import sparktf.tf as stf
+
+    src = tmp_path / "other_abi.cc"
+    src.write_text(OTHER_ABI_PLUGIN)
+    lib = tmp_path / "libother_abi.so"
+    subprocess.run(["g++", "-shared", "-fPIC", "-o", str(lib), str(src),
+                    "-I", tf.sysconfig.get_include(), "-ldl"], check=True)
+    env = dict(os.environ, SPARKTF_TF_PLUGIN=str(lib), REAL_PLUGIN=stf.plugin_path(),
+               TF_CPP_MIN_LOG_LEVEL="3")
+    p = subprocess.run([sys.executable, "-c", "import sparktf.tf"], capture_output=True,
+                       text=True, env=env, timeout=300)
+    assert p.returncode == 1, (p.returncode, p.stderr[-3000:])  # an exception, not a signal
+    last = p.stderr.strip().splitlines()[-1]
+    assert last.startswith("sparktf.errors.Unimplemented: TensorFlow"), last
+    assert "refused sparktf's filesystem plugin" in last and "ABI" in last, last
+
+
 @pytest.mark.spark
 def test_cluster_trains_from_hdfs_and_exports_there(spark, hdfs, tmp_path):
     """The seeds' loop on HDFS: Spark writes TFRecord shards to hdfs:///, a 2-worker

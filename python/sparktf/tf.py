@@ -11,8 +11,10 @@ as the rest of sparktf (``docs/storage.md``), so ``tf.data.TFRecordDataset``,
 Node processes of a sparktf cluster register it by themselves as soon as they import
 TensorFlow, before ``map_fun`` uses it.
 
-Files written through the plugin appear when they are closed (a checkpoint is never
-seen half-written).
+Files written through the plugin behave as TensorFlow's local files do: they exist from
+the start and readers see what a flush pushed (TensorBoard follows an event file while
+it is written); TensorFlow itself writes checkpoints under temporary names and renames
+them. On S3 a file appears when it is closed.
 
 Which filesystem wins a scheme: TensorFlow refuses a second registration of a scheme,
 so the first one registered serves it. TensorFlow 2.21 itself has none for these
@@ -35,8 +37,9 @@ _registered = False
 
 
 def plugin_path() -> str:
-    """The plugin library inside the installed package."""
-    return os.path.join(os.path.dirname(__file__), "libsparktf_tf_filesystem.so")
+    """The plugin library: $SPARKTF_TF_PLUGIN if set, else the one inside the package."""
+    return os.environ.get("SPARKTF_TF_PLUGIN") or os.path.join(
+        os.path.dirname(__file__), "libsparktf_tf_filesystem.so")
 
 
 def register_filesystems() -> None:
