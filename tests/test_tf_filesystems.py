@@ -99,6 +99,17 @@ def test_checkpoints_and_saved_models(tf, store):
     loaded = tf.saved_model.load(f"{d}/export")
     assert loaded(tf.constant([1.0, 2.5])).numpy().tolist() == [2.0, 5.0]
 
+    # A Keras model: model.save (the .keras file) and model.export (a SavedModel).
+    model = tf.keras.Sequential([tf.keras.Input((3,)), tf.keras.layers.Dense(2)])
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    expected = model.predict(x, verbose=0)
+    model.save(f"{d}/model.keras")
+    again = tf.keras.models.load_model(f"{d}/model.keras")
+    assert np.allclose(again.predict(x, verbose=0), expected)
+    model.export(f"{d}/keras-export")
+    exported = tf.saved_model.load(f"{d}/keras-export")
+    assert np.allclose(np.asarray(exported.serve(x)), expected)
+
 
 def test_summaries(tf, store):
     logdir = f"{store}/logs"
@@ -115,6 +126,37 @@ def test_summaries(tf, store):
         for value in event.summary.value:
             losses[event.step] = float(tf.make_ndarray(value.tensor))
     assert losses == pytest.approx({0: 1.0, 1: 0.5, 2: 1 / 3})
+
+
+def test_the_first_filesystem_registered_for_a_scheme_keeps_it(tf, tmp_path):
+    """A second plugin for hdfs:// (here a copy of sparktf's own, as tensorflow-io's would
+    be) is refused with AlreadyExists saying which schemes, and the first keeps serving."""
+    import shutil
+    import subprocess
+    import sys
+
+    import sparktf.tf as stf
+
+    copy = tmp_path / "libsecond.so"
+    shutil.copy(stf.plugin_path(), copy)
+    code = f"""
+import sparktf.tf as stf, tensorflow as tf
+from sparktf import errors
+stf._registered = False
+import os; os.environ["SPARKTF_TF_PLUGIN"] = {str(copy)!r}
+try:
+    stf.register_filesystems()
+except errors.AlreadyExists as e:
+    print("AlreadyExists:", e)
+print("still served:", tf.io.gfile.exists("hdfs:///"))
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert p.returncode == 0, p.stderr[-3000:]
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith("AlreadyExists: TensorFlow already has a filesystem for one "
+                               "of hdfs, s3, s3a"), lines
+    assert lines[1] == "still served: True", lines
 
 
 def test_registering_again_is_harmless_and_the_plugin_exports_one_symbol(tf):
