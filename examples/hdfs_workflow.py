@@ -92,6 +92,7 @@ def train_fun(args, ctx):
         shutil.rmtree(scratch)
     report = {"job_name": ctx.job_name, "task_index": ctx.task_index,
               "host": socket.gethostname(), "pid": os.getpid(), "scratch": scratch,
+              "container": os.environ.get("CONTAINER_ID"),  # on YARN
               "loss": hist.history["loss"], "accuracy": hist.history["accuracy"]}
     with tf.io.gfile.GFile(f"{ctx.absolute_path(args['reports'])}/"
                            f"{ctx.job_name}-{ctx.task_index}.json", "w") as f:
@@ -157,13 +158,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--base", default="hdfs:///tf2-onspark",
                     help="where data, model, export and predictions go (replaced if it exists)")
-    ap.add_argument("--master", default="local-cluster[2,1,1024]")
+    ap.add_argument("--master", help="default: spark-submit's --master, else "
+                                     "local-cluster[2,1,1024] (an embedded Spark)")
     ap.add_argument("--workers", type=int, default=2, help="chief included")
     ap.add_argument("--epochs", type=int, default=8)
     ap.add_argument("--batch-size", type=int, default=32, help="per worker")
     ap.add_argument("--start-hdfs", metavar="CONF_DIR",
                     help="start a minicluster HDFS for this run, its client files in CONF_DIR")
-    ap.add_argument("--report", help="write what was measured here as JSON")
+    ap.add_argument("--report", help="write what was measured here as JSON (a path or URI)")
     args = ap.parse_args()
 
     stop_hdfs = start_hdfs(args.start_hdfs) if args.start_hdfs else None
@@ -176,10 +178,12 @@ def main():
     import sparktf.tf  # noqa: F401 - the driver's TensorFlow also sees hdfs://
     from sparktf import TFCluster, dfutil, fs
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (SparkSession.builder.master(args.master).appName("sparktf-hdfs-workflow")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    builder = SparkSession.builder.appName("sparktf-hdfs-workflow")
+    if args.master or "PYSPARK_GATEWAY_PORT" not in os.environ:  # not under spark-submit
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        builder = builder.master(args.master or "local-cluster[2,1,1024]").config(
+            "spark.ui.enabled", "false")
+    spark = builder.config("spark.ui.showConsoleProgress", "false").getOrCreate()
     sc = spark.sparkContext
     sc.setLogLevel("ERROR")
     default_fs = sc._jsc.hadoopConfiguration().get("fs.defaultFS")
@@ -251,7 +255,9 @@ def main():
             f"{len(fs.glob(paths['predictions'] + '/part-*'))} files under "
             f"{paths['predictions']}; accuracy {accuracy:.3f} (majority-class baseline "
             f"{baseline:.3f})")
-        report = {"default_fs": default_fs, "num_train": num_train, "num_test": num_test,
+        report = {"default_fs": default_fs, "master": sc.master,
+                  "driver_container": os.environ.get("CONTAINER_ID"),
+                  "num_train": num_train, "num_test": num_test,
                   "nodes": nodes, "model_files": model_files, "event_writers": writers,
                   "checkpoints": checkpoints, "scratch_left": scratch_left,
                   "predictions": len(rows), "prediction_names": len({r.name for r in rows}),
@@ -261,8 +267,9 @@ def main():
         if stop_hdfs:
             stop_hdfs()
     if args.report:
-        with open(args.report, "w") as f:
-            json.dump(report, f, indent=1)
+        if fs.exists(args.report):
+            fs.delete(args.report)
+        fs.write_bytes(args.report, json.dumps(report, indent=1).encode())
     if accuracy < baseline + 0.05:
         sys.exit(f"hdfs_workflow: accuracy {accuracy:.3f} is not clearly above the "
                  f"majority-class baseline {baseline:.3f}")

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Hadoop's own minicluster on loopback, for tests and benchmarks: a real NameNode and
-DataNodes from `org.apache.hadoop:hadoop-client-minicluster` (Maven Central), run on the
-system Java by scripts/hadoop/MiniCluster.java. Jars are fetched once into build/hadoop/lib
+DataNodes from `org.apache.hadoop:hadoop-client-minicluster` (Maven Central), and with
+--nodemanagers a YARN ResourceManager and NodeManagers, run on the system Java by
+scripts/hadoop/MiniCluster.java. Jars are fetched once into build/hadoop/lib
 inside the clone (Maven's repository under build/m2).
 
   python scripts/minicluster.py fetch
   python scripts/minicluster.py start --conf-dir build/hdfs/conf [--datanodes 2]
-  export HADOOP_CONF_DIR=build/hdfs/conf          # core-site.xml, hdfs-site.xml
+                                     [--nodemanagers 2]
+  export HADOOP_CONF_DIR=build/hdfs/conf          # core-site.xml, hdfs-site.xml, yarn-site.xml
   python scripts/minicluster.py ctl --conf-dir build/hdfs/conf stop-datanode 1
   python scripts/minicluster.py hdfs --conf-dir build/hdfs/conf -- -ls /
   python scripts/minicluster.py stop --conf-dir build/hdfs/conf
@@ -19,6 +21,7 @@ JVM when the Python process that started it dies.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -40,7 +43,8 @@ STOP_TIMEOUT = 30.0
 def fetch_jars() -> Path:
     """The directory of the minicluster's jars, fetched with Maven if missing."""
     stamp = LIB / ".complete"
-    if stamp.exists():
+    want = hashlib.sha256(POM.read_bytes()).hexdigest() + "\n"
+    if stamp.exists() and stamp.read_text() == want:
         return LIB
     mvn = shutil.which("mvn")
     if mvn is None:
@@ -50,13 +54,17 @@ def fetch_jars() -> Path:
     subprocess.run([mvn, "-q", "-B", "-f", str(POM),
                     f"-Dmaven.repo.local={ROOT / 'build' / 'm2'}",
                     "dependency:copy-dependencies", f"-DoutputDirectory={LIB}"], check=True)
-    stamp.write_text("ok\n")
+    stamp.write_text(want)
     return LIB
 
 
 def classpath(conf_dir: Path | None = None) -> str:
     jars = sorted(str(p) for p in fetch_jars().glob("*.jar"))
     return os.pathsep.join(([str(conf_dir)] if conf_dir else []) + jars)
+
+
+def java_home() -> str:
+    return os.environ.get("JAVA_HOME") or str(Path(os.path.realpath(java())).parent.parent)
 
 
 def java() -> str:
@@ -68,16 +76,22 @@ def java() -> str:
 
 
 class HdfsMiniCluster:
-    """A NameNode and `datanodes` DataNodes in one JVM. Client configuration goes to
-    `conf_dir` (point HADOOP_CONF_DIR at it). The JVM ends when stop() is called, or
-    when this Python process dies (its standard input closes)."""
+    """A NameNode and `datanodes` DataNodes in one JVM, and with `nodemanagers` > 0 a
+    YARN ResourceManager and that many NodeManagers (each offering
+    `nodemanager_memory_mb`, physical-memory checks on) with HDFS as the default FS.
+    Client configuration goes to `conf_dir` (point HADOOP_CONF_DIR at it). The JVM ends
+    when stop() is called, or when this Python process dies (its standard input
+    closes)."""
 
     def __init__(self, conf_dir, datanodes: int = 2, data_dir=None,
-                 block_size: int = 8 << 20, log=None):
+                 block_size: int = 8 << 20, log=None, nodemanagers: int = 0,
+                 nodemanager_memory_mb: int = 6144):
         self.conf_dir = Path(conf_dir).resolve()
         self.data_dir = Path(data_dir).resolve() if data_dir else self.conf_dir.parent / "data"
         self.datanodes = datanodes
         self.block_size = block_size
+        self.nodemanagers = nodemanagers
+        self.nodemanager_memory_mb = nodemanager_memory_mb
         self.log_path = Path(log) if log else self.conf_dir.parent / "minicluster.log"
         self.proc: subprocess.Popen | None = None
         self.info: dict = {}
@@ -90,22 +104,33 @@ class HdfsMiniCluster:
     def url(self) -> str:
         return f"hdfs://{self.namenode}"
 
+    @property
+    def resourcemanager(self) -> str:
+        return self.info["resourcemanager"]
+
     def start(self, detach: bool = False) -> "HdfsMiniCluster":
         shutil.rmtree(self.conf_dir, ignore_errors=True)
         shutil.rmtree(self.data_dir, ignore_errors=True)
         self.conf_dir.mkdir(parents=True)
         self.data_dir.mkdir(parents=True)
-        cmd = [java(), "-Xmx768m", "-XX:+UseSerialGC", "-cp", classpath(), str(SOURCE),
+        heap = "-Xmx768m" if not self.nodemanagers else "-Xmx1536m"
+        cmd = [java(), heap, "-XX:+UseSerialGC", "-cp", classpath(), str(SOURCE),
                "--conf-dir", str(self.conf_dir), "--data-dir", str(self.data_dir),
-               "--datanodes", str(self.datanodes), "--block-size", str(self.block_size)]
+               "--datanodes", str(self.datanodes), "--block-size", str(self.block_size),
+               "--nodemanagers", str(self.nodemanagers),
+               "--nodemanager-memory-mb", str(self.nodemanager_memory_mb)]
+        # Containers run $JAVA_HOME/bin/java; MiniYARNCluster keeps its directories under
+        # target/ of the working directory.
+        env = dict(os.environ, JAVA_HOME=java_home())
         log = open(self.log_path, "wb")
         if detach:  # outlives this process: stopped only by `stop`
             self.proc = subprocess.Popen(cmd + ["--watch-stdin", "false"],
                                          stdin=subprocess.DEVNULL, stdout=log,
-                                         stderr=subprocess.STDOUT, start_new_session=True)
+                                         stderr=subprocess.STDOUT, start_new_session=True,
+                                         cwd=self.data_dir, env=env)
         else:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=log,
-                                         stderr=subprocess.STDOUT)
+                                         stderr=subprocess.STDOUT, cwd=self.data_dir, env=env)
         log.close()
         deadline = time.monotonic() + START_TIMEOUT
         info_file = self.conf_dir / "cluster.json"
@@ -206,6 +231,8 @@ def main(argv=None) -> int:
         if name == "start":
             s.add_argument("--datanodes", type=int, default=2)
             s.add_argument("--block-size", type=int, default=8 << 20)
+            s.add_argument("--nodemanagers", type=int, default=0,
+                           help="also start YARN with this many NodeManagers")
         if name in ("ctl", "hdfs"):
             s.add_argument("args", nargs=argparse.REMAINDER)
     a = p.parse_args(argv)
@@ -213,8 +240,11 @@ def main(argv=None) -> int:
         print(fetch_jars())
         return 0
     if a.cmd == "start":
-        c = HdfsMiniCluster(a.conf_dir, a.datanodes, block_size=a.block_size).start(detach=True)
-        print(f"HDFS up: {c.url} (HADOOP_CONF_DIR={c.conf_dir}); log: {c.log_path}")
+        c = HdfsMiniCluster(a.conf_dir, a.datanodes, block_size=a.block_size,
+                            nodemanagers=a.nodemanagers).start(detach=True)
+        yarn = (f"; YARN up: ResourceManager {c.resourcemanager}, {a.nodemanagers} "
+                f"NodeManagers" if a.nodemanagers else "")
+        print(f"HDFS up: {c.url}{yarn} (HADOOP_CONF_DIR={c.conf_dir}); log: {c.log_path}")
         return 0
     c = HdfsMiniCluster.attach(a.conf_dir)
     if a.cmd == "stop":

@@ -1,9 +1,11 @@
-// Hadoop's own minicluster (a NameNode and N DataNodes from hadoop-client-minicluster) in
-// one JVM on loopback, for sparktf's tests and benchmarks. Run by scripts/minicluster.py
-// with Java's single-file source launcher; not a part of sparktf itself.
+// Hadoop's own minicluster (a NameNode and N DataNodes from hadoop-client-minicluster,
+// and with --nodemanagers M > 0 a YARN ResourceManager and M NodeManagers) in one JVM on
+// loopback, for sparktf's tests and benchmarks. Run by scripts/minicluster.py with Java's
+// single-file source launcher; not a part of sparktf itself.
 //
-// It writes core-site.xml and hdfs-site.xml for clients into --conf-dir, then
-// cluster.json (the addresses) once everything is up, and serves one-line commands on a
+// It writes core-site.xml and hdfs-site.xml (and yarn-site.xml) for clients into
+// --conf-dir, then cluster.json (the addresses) once everything is up, and serves
+// one-line commands on a
 // loopback control port (its number is in cluster.json):
 //   status | stop-datanode I | restart-datanode I | stop-namenode | restart-namenode |
 //   shutdown
@@ -32,12 +34,25 @@ import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.permission.FsPermission;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.apache.hadoop.yarn.conf.YarnConfiguration;
+import org.apache.hadoop.yarn.server.MiniYARNCluster;
 
 public class MiniCluster {
   private static MiniDFSCluster cluster;
+  private static MiniYARNCluster yarn;
   private static final Map<Integer, MiniDFSCluster.DataNodeProperties> stopped = new HashMap<>();
 
-  public static void main(String[] args) throws Exception {
+  public static void main(String[] args) {
+    try {
+      run(args);
+    } catch (Throwable e) {  // HDFS threads would keep a half-started JVM running
+      e.printStackTrace();
+      System.err.println("minicluster: failed to start: " + e);
+      shutdownAndExit(1);
+    }
+  }
+
+  private static void run(String[] args) throws Exception {
     Map<String, String> opts = new HashMap<>();
     for (int i = 0; i + 1 < args.length; i += 2) opts.put(args[i].replaceFirst("^--", ""), args[i + 1]);
     File confDir = new File(opts.get("conf-dir"));
@@ -83,10 +98,18 @@ public class MiniCluster {
         "dfs.blocksize", String.valueOf(blockSize),
         "dfs.client.socket-timeout", "10000"));
 
+    int nodemanagers = Integer.parseInt(opts.getOrDefault("nodemanagers", "0"));
+    String yarnJson = "";
+    if (nodemanagers > 0) {
+      yarnJson = startYarn(conf, confDir, nodemanagers,
+                           Integer.parseInt(opts.getOrDefault("nodemanager-memory-mb", "6144")),
+                           Boolean.parseBoolean(opts.getOrDefault("pmem-check", "true")));
+    }
+
     ServerSocket control = new ServerSocket(0, 8, InetAddress.getByName("127.0.0.1"));
     String json = "{\"namenode\": \"" + nn + "\", \"namenode_http\": \"127.0.0.1:"
         + cluster.getNameNode().getHttpAddress().getPort() + "\", \"datanodes\": " + datanodes
-        + ", \"control_port\": " + control.getLocalPort() + ", \"pid\": "
+        + yarnJson + ", \"control_port\": " + control.getLocalPort() + ", \"pid\": "
         + ProcessHandle.current().pid() + "}\n";
     File tmp = new File(confDir, "cluster.json.tmp");
     Files.writeString(tmp.toPath(), json);
@@ -104,11 +127,59 @@ public class MiniCluster {
         while (System.in.read() >= 0) { }
       } catch (Exception ignored) { }
       System.err.println("minicluster: standard input closed; shutting down");
-      shutdownAndExit();
+      shutdownAndExit(0);
     });
     watchdog.setDaemon(true);
     watchdog.start();
     serve(control);
+  }
+
+  // A ResourceManager (FIFO scheduler: memory is what is scheduled, vcores are not
+  // enforced) and `nodemanagers` NodeManagers on this host, sized for a small machine.
+  // Writes yarn-site.xml with what a client needs: the ResourceManager's addresses, and
+  // none of the test-only settings MiniYARNCluster adds (such as StaticMapping).
+  // Returns cluster.json's YARN fields.
+  private static String startYarn(Configuration hdfsConf, File confDir, int nodemanagers,
+                                  int nmMemoryMb, boolean pmemCheck) throws Exception {
+    YarnConfiguration conf = new YarnConfiguration(hdfsConf);
+    conf.set("fs.defaultFS", hdfsConf.get("fs.defaultFS", "hdfs://127.0.0.1:"
+                                          + cluster.getNameNodePort()));
+    conf.set(YarnConfiguration.RM_SCHEDULER,
+             "org.apache.hadoop.yarn.server.resourcemanager.scheduler.fifo.FifoScheduler");
+    conf.setInt(YarnConfiguration.NM_PMEM_MB, nmMemoryMb);
+    conf.setInt(YarnConfiguration.NM_VCORES, 8);
+    conf.setInt(YarnConfiguration.RM_SCHEDULER_MINIMUM_ALLOCATION_MB, 128);
+    conf.setInt(YarnConfiguration.RM_SCHEDULER_MAXIMUM_ALLOCATION_MB, nmMemoryMb);
+    conf.setInt(YarnConfiguration.RM_SCHEDULER_MAXIMUM_ALLOCATION_VCORES, 8);
+    conf.setBoolean(YarnConfiguration.NM_PMEM_CHECK_ENABLED, pmemCheck);
+    conf.setBoolean(YarnConfiguration.NM_VMEM_CHECK_ENABLED, false);
+    conf.setLong(YarnConfiguration.NM_CONTAINER_MON_INTERVAL_MS, 1000);
+    conf.setInt(YarnConfiguration.DEBUG_NM_DELETE_DELAY_SEC, 0);
+    conf.setFloat(YarnConfiguration.NM_MAX_PER_DISK_UTILIZATION_PERCENTAGE, 99.9f);
+    conf.setBoolean(YarnConfiguration.YARN_MINICLUSTER_FIXED_PORTS, false);
+    // Otherwise MiniYARNCluster turns the NodeManagers' memory checks off.
+    conf.setBoolean(YarnConfiguration.YARN_MINICLUSTER_CONTROL_RESOURCE_MONITORING, true);
+    yarn = new MiniYARNCluster("sparktf-yarn", nodemanagers, 1, 1);
+    yarn.init(conf);
+    yarn.start();
+    if (!yarn.waitForNodeManagersToConnect(60000)) {
+      throw new IllegalStateException("NodeManagers did not connect within 60 s");
+    }
+    Configuration live = yarn.getConfig();
+    Map<String, String> site = new HashMap<>();
+    for (String k : new String[] {YarnConfiguration.RM_ADDRESS,
+                                  YarnConfiguration.RM_SCHEDULER_ADDRESS,
+                                  YarnConfiguration.RM_RESOURCE_TRACKER_ADDRESS,
+                                  YarnConfiguration.RM_ADMIN_ADDRESS,
+                                  YarnConfiguration.RM_WEBAPP_ADDRESS}) {
+      site.put(k, live.get(k));
+    }
+    site.put(YarnConfiguration.RM_SCHEDULER_MINIMUM_ALLOCATION_MB, "128");
+    site.put(YarnConfiguration.RM_SCHEDULER_MAXIMUM_ALLOCATION_MB, String.valueOf(nmMemoryMb));
+    writeSite(new File(confDir, "yarn-site.xml"), site);
+    return ", \"resourcemanager\": \"" + live.get(YarnConfiguration.RM_ADDRESS)
+        + "\", \"resourcemanager_webapp\": \"" + live.get(YarnConfiguration.RM_WEBAPP_ADDRESS)
+        + "\", \"nodemanagers\": " + nodemanagers;
   }
 
   private static void serve(ServerSocket control) throws Exception {
@@ -128,7 +199,7 @@ public class MiniCluster {
         out.println(reply);
         if (line.trim().equals("shutdown")) {
           s.close();
-          shutdownAndExit();
+          shutdownAndExit(0);
         }
       }
     }
@@ -168,15 +239,16 @@ public class MiniCluster {
     }
   }
 
-  private static void shutdownAndExit() {
+  private static void shutdownAndExit(int status) {
     try {
       synchronized (MiniCluster.class) {
+        if (yarn != null) yarn.stop();
         if (cluster != null) cluster.shutdown(true);
       }
     } catch (Exception e) {
       System.err.println("minicluster: shutdown: " + e);
     }
-    Runtime.getRuntime().halt(0);
+    Runtime.getRuntime().halt(status);
   }
 
   private static void writeSite(File f, Map<String, String> props) throws Exception {
