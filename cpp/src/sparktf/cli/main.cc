@@ -15,10 +15,12 @@
 
 namespace {
 
-// `sparktf tensorboard ARGS`: TensorBoard is Python, so this runs
-// `python -m sparktf.tensorboard ARGS` with the interpreter of the environment this
-// binary was installed into ($SPARKTF_PYTHON overrides it).
-int RunTensorBoard(int argc, char** argv) {
+// Commands written in Python (`sparktf tensorboard ARGS`, `sparktf pack ARGS`) run
+// `python -m sparktf.COMMAND ARGS` with the interpreter of the environment this binary
+// was installed into ($SPARKTF_PYTHON overrides it).
+bool IsPythonCommand(const std::string& name) { return name == "tensorboard" || name == "pack"; }
+
+int RunPythonCommand(int argc, char** argv) {
   std::string python = "python3";
   if (const char* env = std::getenv("SPARKTF_PYTHON")) {
     python = env;
@@ -29,12 +31,12 @@ int RunTensorBoard(int argc, char** argv) {
       python = (self.parent_path() / "python").string();  // a virtual environment's bin/
     }
   }
-  std::vector<char*> args{python.data(), const_cast<char*>("-m"),
-                          const_cast<char*>("sparktf.tensorboard")};
+  std::string module = "sparktf." + std::string(argv[1]);
+  std::vector<char*> args{python.data(), const_cast<char*>("-m"), module.data()};
   for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
   args.push_back(nullptr);
   ::execvp(python.c_str(), args.data());
-  std::cerr << "sparktf: tensorboard: cannot run " << python << ": " << std::strerror(errno)
+  std::cerr << "sparktf: " << argv[1] << ": cannot run " << python << ": " << std::strerror(errno)
             << "\n";
   return 127;
 }
@@ -42,7 +44,7 @@ int RunTensorBoard(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc >= 2 && std::string(argv[1]) == "tensorboard") return RunTensorBoard(argc, argv);
+  if (argc >= 2 && IsPythonCommand(argv[1])) return RunPythonCommand(argc, argv);
   CLI::App app{"sparktf: distributed TensorFlow on Spark (native tools)"};
   app.require_subcommand(1);
   CLI::App* records =
@@ -53,6 +55,9 @@ int main(int argc, char** argv) {
   app.add_subcommand("tensorboard",
                      "TensorBoard for logdirs on hdfs://, s3:// or local disks "
                      "(python -m sparktf.tensorboard; its options pass through)");
+  app.add_subcommand("pack",
+                     "This virtual environment as an archive for spark-submit --archives "
+                     "(python -m sparktf.pack; -h for its options)");
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

@@ -1,0 +1,65 @@
+"""`sparktf pack`: this virtual environment as one archive for `spark-submit --archives`.
+
+    sparktf pack -o env.tar.gz
+    spark-submit --master yarn --archives env.tar.gz#env \\
+        --conf spark.pyspark.python=./env/bin/python ...
+
+It is venv-pack (the environment's files, its scripts made relocatable) without what every
+YARN container gets from Spark itself: pyspark (Spark ships pyspark.zip and py4j to the
+application master and the executors). sparktf's extension and node agent find each other
+relative to the package, so they work wherever the archive is unpacked.
+
+As with venv-pack, the environment's `python` stays a link to the base interpreter it was
+made from: every node needs that interpreter at the same path (nodes built from one
+image); conda-pack, which bundles the interpreter, is the way when they are not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+# What Spark provides in every container of a PySpark application.
+EXCLUDE = ["lib/python*/site-packages/pyspark/*", "lib/python*/site-packages/pyspark-*",
+           "lib/python*/site-packages/py4j/*", "lib/python*/site-packages/py4j-*"]
+
+
+def pack(output: str, prefix: str | None = None, compress_level: int = 1,
+         force: bool = False) -> str:
+    """Packs the virtual environment at `prefix` (default: the running one) into
+    `output` (.tar.gz, .tgz, .tar or .zip); returns its path."""
+    try:
+        import venv_pack
+    except ImportError as e:
+        raise RuntimeError("sparktf pack needs venv-pack: pip install venv-pack") from e
+    prefix = prefix or sys.prefix
+    if prefix == getattr(sys, "base_prefix", prefix) and not os.path.exists(
+            os.path.join(prefix, "pyvenv.cfg")):
+        raise RuntimeError(f"{prefix} is not a virtual environment; run sparktf pack with "
+                           "the environment's own python (or pass --prefix)")
+    return venv_pack.pack(prefix=prefix, output=output, compress_level=compress_level,
+                          force=force, filters=[("exclude", p) for p in EXCLUDE])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="sparktf pack", description=__doc__.split("\n")[0])
+    ap.add_argument("-o", "--output", default="env.tar.gz",
+                    help="archive to write: .tar.gz/.tgz, .tar (fastest) or .zip")
+    ap.add_argument("-p", "--prefix", help="the virtual environment (default: this one)")
+    ap.add_argument("--compress-level", type=int, default=1)
+    ap.add_argument("-f", "--force", action="store_true", help="overwrite the output")
+    a = ap.parse_args(argv)
+    try:
+        out = pack(a.output, a.prefix, a.compress_level, a.force)
+    except Exception as e:  # venv-pack raises its own error types
+        print(f"sparktf pack: {e}", file=sys.stderr)
+        return 1
+    size = os.path.getsize(out)
+    print(f"{out}: {size / 2**20:.0f} MiB; ship it with --archives {os.path.basename(out)}"
+          f"#env --conf spark.pyspark.python=./env/bin/python")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
