@@ -6,7 +6,9 @@
 
 It is venv-pack (the environment's files, its scripts made relocatable) without what every
 YARN container gets from Spark itself: pyspark (Spark ships pyspark.zip and py4j to the
-application master and the executors). sparktf's extension and node agent find each other
+application master and the executors), and without TensorFlow's C++ headers
+(tensorflow/include: 18,000 files and 430 MB that only compiling against TensorFlow needs;
+a NodeManager without Hadoop's native library forks a chmod per unpacked file). sparktf's extension and node agent find each other
 relative to the package, so they work wherever the archive is unpacked.
 
 As with venv-pack, the environment's `python` stays a link to the base interpreter it was
@@ -20,9 +22,11 @@ import argparse
 import os
 import sys
 
-# What Spark provides in every container of a PySpark application.
+# What Spark provides in every container of a PySpark application, and what only
+# compiling against TensorFlow needs.
 EXCLUDE = ["lib/python*/site-packages/pyspark/*", "lib/python*/site-packages/pyspark-*",
-           "lib/python*/site-packages/py4j/*", "lib/python*/site-packages/py4j-*"]
+           "lib/python*/site-packages/py4j/*", "lib/python*/site-packages/py4j-*",
+           "lib/python*/site-packages/tensorflow/include/*"]
 
 
 def pack(output: str, prefix: str | None = None, compress_level: int = 1,
