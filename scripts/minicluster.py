@@ -114,7 +114,9 @@ class HdfsMiniCluster:
         self.conf_dir.mkdir(parents=True)
         self.data_dir.mkdir(parents=True)
         heap = "-Xmx768m" if not self.nodemanagers else "-Xmx1536m"
-        cmd = [java(), heap, "-XX:+UseSerialGC", "-cp", classpath(), str(SOURCE),
+        log4j = SOURCE.parent / "log4j.properties"
+        cmd = [java(), heap, "-XX:+UseSerialGC", f"-Dlog4j.configuration=file:{log4j}",
+               "-cp", classpath(), str(SOURCE),
                "--conf-dir", str(self.conf_dir), "--data-dir", str(self.data_dir),
                "--datanodes", str(self.datanodes), "--block-size", str(self.block_size),
                "--nodemanagers", str(self.nodemanagers),

@@ -5,6 +5,7 @@ local[N], which runs executors as threads inside the driver."""
 import os
 import shutil
 import sys
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -26,7 +27,14 @@ for _var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", 
              "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_REGION", "AWS_DEFAULT_REGION",
              "HADOOP_USER_NAME", "SPARKTF_FS_TIMEOUT"):
     os.environ.pop(_var, None)
+# Temporary files of the tests, of the executors and of the node processes they start stay
+# in the checkout, and are the leftovers the tests look for: another run on this machine
+# (sharing /tmp) neither sees them nor adds to them.
+TEST_TMP = TEST_ENV / "tmp"
+TEST_TMP.mkdir(parents=True)
+tempfile.tempdir = None
 os.environ.update({
+    "TMPDIR": str(TEST_TMP),
     "HADOOP_CONF_DIR": str(HADOOP_CONF),
     "AWS_CONFIG_FILE": str(AWS_DIR / "config"),
     "AWS_SHARED_CREDENTIALS_FILE": str(AWS_DIR / "credentials"),

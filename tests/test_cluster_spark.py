@@ -11,6 +11,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import cluster_funs
 import numpy as np
@@ -22,21 +23,26 @@ pytestmark = pytest.mark.spark
 
 
 def node_processes():
-    """PIDs of TF processes started by node agents (python -m sparktf.node)."""
+    """PIDs of TF processes and node agents started from this checkout (python -m
+    sparktf.node, sparktf agent); those of another checkout on the same machine are not
+    this run's."""
+    root = str(Path(__file__).resolve().parent.parent).encode()
     pids = []
     for cmdline in glob.glob("/proc/[0-9]*/cmdline"):
         try:
             args = open(cmdline, "rb").read().split(b"\0")
         except OSError:
             continue
-        if b"sparktf.node" in args or (len(args) > 1 and args[1] == b"agent"
-                                        and args[0].endswith(b"sparktf")):
+        ours = b"sparktf.node" in args or (len(args) > 1 and args[1] == b"agent"
+                                           and args[0].endswith(b"sparktf"))
+        if ours and args[0].startswith(root):
             pids.append(int(cmdline.split("/")[2]))
     return pids
 
 
 def leftovers():
-    """Node processes still running, and temporary files of nodes still on disk."""
+    """Node processes still running, and temporary files of nodes still on disk (the
+    session's TMPDIR is its own: see conftest)."""
     temp = tempfile.gettempdir()
     return node_processes() + glob.glob(os.path.join(temp, "sparktf-node-*")) + \
         glob.glob(os.path.join(temp, "sparktf-export-*"))

@@ -31,4 +31,20 @@ def _adopt_spark_hadoop_conf() -> None:
         os.environ["HADOOP_CONF_DIR"] = shipped
 
 
+def _adopt_container_tmp() -> None:
+    """In a YARN container, Spark gives its JVM ./tmp (inside the container's directory,
+    which YARN deletes with the container) as the temporary directory but leaves TMPDIR
+    unset; use the same for this process and the node processes it starts, so that a
+    container killed before it cleans up leaves nothing on the host."""
+    if os.environ.get("TMPDIR") or not os.environ.get("CONTAINER_ID"):
+        return
+    container_tmp = os.path.join(os.getcwd(), "tmp")
+    if os.path.isdir(container_tmp) and os.access(container_tmp, os.W_OK):
+        import tempfile
+
+        os.environ["TMPDIR"] = container_tmp
+        tempfile.tempdir = None  # recomputed from TMPDIR on next use
+
+
 _adopt_spark_hadoop_conf()
+_adopt_container_tmp()

@@ -14,8 +14,8 @@
 //   so TensorFlow's sequential reads stream (with read-ahead) instead of one ranged
 //   request per call.
 // - Writes follow TensorFlow's own local semantics: the file exists from the start and
-//   flush() makes what was written visible to readers (HDFS: the file is closed and
-//   reopened for append by the next write); TensorFlow itself writes checkpoints
+//   flush() makes what was written visible to readers (HDFS: an hsync, which records the
+//   length with the namenode); TensorFlow itself writes checkpoints
 //   and SavedModels to temporary names and renames them. On S3 a file appears only at
 //   close().
 #include <cstdlib>

@@ -70,9 +70,8 @@ class FileSystem {
   // Creates missing parent directories (as HDFS and S3 writes do).
   virtual Result<std::unique_ptr<WritableFile>> OpenForWrite(const std::string& uri) = 0;
   // A file that exists at its URI from the start and whose readers see what Flush()
-  // pushed (local files: every write; HDFS: closed, and reopened for append by the next
-  // write, since HDFS readers see only completed blocks), for logs that are read while they
-  // grow (TensorBoard event files). Close() finishes it; Abort() deletes it. Stores that
+  // pushed (local files: every write; HDFS: an hsync, which records the length with the
+  // namenode), for logs that are read while they grow (TensorBoard event files). Close() finishes it; Abort() deletes it. Stores that
   // cannot show a file before it is complete (S3) give OpenForWrite's file instead.
   virtual Result<std::unique_ptr<WritableFile>> OpenForStreamingWrite(const std::string& uri) {
     return OpenForWrite(uri);

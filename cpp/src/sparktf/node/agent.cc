@@ -351,6 +351,14 @@ Result<int> RunAgent(const AgentOptions& o) {
     }
   }
   ::kill(-child, SIGKILL);  // anything the TF process left in its group
+  // Read, then remove, the error file and its directory before anything slow: a container
+  // manager may SIGKILL this agent soon after the TERM that stopped the TF process.
+  const std::string traceback = ReadSmallFile(o.error_file);
+  if (!o.error_file.empty()) {
+    ::unlink(o.error_file.c_str());
+    const auto slash = o.error_file.rfind('/');
+    if (slash != std::string::npos && slash > 0) ::rmdir(o.error_file.substr(0, slash).c_str());
+  }
   if (tensorboard > 0) KillGroup(tensorboard, 2s);
   drain_stderr(200);
   const int code = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 0;
@@ -358,14 +366,13 @@ Result<int> RunAgent(const AgentOptions& o) {
   if (feeds) {
     std::string why = sig ? "killed by signal " + std::to_string(sig)
                           : "exited with code " + std::to_string(code);
-    const std::string tb = ReadSmallFile(o.error_file);
-    if (!tb.empty()) why += ":\n" + tb;
+    if (!traceback.empty()) why += ":\n" + traceback;
     feeds->ConsumerExited(why);
     feed::SweepStaleRings(ring_prefix);  // its rings, even if it was killed
   }
   if (!coordinator_gone) {
     json report = {{"exit_code", code}, {"signal", sig}, {"stopped", stopped},
-                   {"reason", stop_reason}, {"traceback", ReadSmallFile(o.error_file)},
+                   {"reason", stop_reason}, {"traceback", traceback},
                    {"stderr_tail", tail.str()}};
     // Wait for the ack, passing over a STOP or ABORT that crossed the report.
     if (conn.Send(MessageType::kReportExit, report.dump()).ok()) {
@@ -376,11 +383,6 @@ Result<int> RunAgent(const AgentOptions& o) {
         if (!f.ok() || f->type == MessageType::kReportAck) break;
       }
     }
-  }
-  if (!o.error_file.empty()) {
-    ::unlink(o.error_file.c_str());
-    const auto slash = o.error_file.rfind('/');
-    if (slash != std::string::npos && slash > 0) ::rmdir(o.error_file.substr(0, slash).c_str());
   }
   if (stopped && stop_reason == "stopped by the coordinator") return 0;
   if (stopped || coordinator_gone) return code != 0 ? code : (sig ? 128 + sig : 1);

@@ -856,9 +856,6 @@ pub extern "C" fn stf_reader_free(r: *mut StfReader) {
 
 enum WriterBackend {
     Hdfs(hdfs_native::file::FileWriter),
-    /// An HDFS file closed by stf_writer_sync so that readers see all of it; the next
-    /// write reopens it for append.
-    HdfsPublished,
     S3(BufWriter),
 }
 
@@ -907,23 +904,10 @@ pub extern "C" fn stf_writer_open(fs: *mut StfFs, path: *const c_char, out: *mut
 }
 
 impl StfWriter {
-    /// Reopens (append) an HDFS file that stf_writer_sync closed.
-    fn reopen_if_published(&mut self) -> Res<()> {
-        if !matches!(self.backend, Some(WriterBackend::HdfsPublished)) {
-            return Ok(());
-        }
-        let Backend::Hdfs(c) = &self.fs else { unreachable!() };
-        let w = block_on_timeout(self.timeout, "append", c.append(&self.path))?
-            .map_err(hdfs_error)?;
-        self.backend = Some(WriterBackend::Hdfs(w));
-        Ok(())
-    }
-
     fn flush_pending(&mut self) -> Res<()> {
         if self.pending.is_empty() {
             return Ok(());
         }
-        self.reopen_if_published()?;
         let data = Bytes::from(std::mem::replace(&mut self.pending,
                                                  Vec::with_capacity(WRITE_CHUNK)));
         let timeout = self.timeout;
@@ -935,7 +919,6 @@ impl StfWriter {
                 block_on_timeout(timeout, "write", w.write_all(&data))?
                     .map_err(|e| Error::new(io_kind_code(e.kind()), flatten_error(&e)))?;
             }
-            Some(WriterBackend::HdfsPublished) => unreachable!("reopened above"),
             None => return Err(Error::new(INVALID_ARGUMENT, "writer is closed")),
         }
         Ok(())
@@ -959,11 +942,10 @@ pub extern "C" fn stf_writer_write(w: *mut StfWriter, data: *const u8, n: usize,
     })
 }
 
-/// Pushes what was written so far to the store. On HDFS the file is closed, so that
-/// every reader sees all of it, and the next write reopens it for append: readers (this
-/// crate's included) see only the completed blocks of a file being written, so an event
-/// file followed by TensorBoard would stay empty until its writer closed it if this were
-/// an hsync. (Measured on the minicluster: about 8 ms, against 6 ms for an hsync.) On S3
+/// Pushes what was written so far to the store. On HDFS it is an hsync: durable on every
+/// datanode of the pipeline, and the namenode records the length, so that a reader opened
+/// afterwards (this crate's: see third_party/hdfs-native/PATCHES.md) sees all of it while
+/// the file is still being written. (Measured on the minicluster: about 6 ms.) On S3
 /// nothing is visible before commit: only the buffer is pushed into the upload.
 #[no_mangle]
 pub extern "C" fn stf_writer_sync(w: *mut StfWriter, err: *mut *mut c_char) -> i32 {
@@ -973,11 +955,9 @@ pub extern "C" fn stf_writer_sync(w: *mut StfWriter, err: *mut *mut c_char) -> i
         let timeout = w.timeout;
         match w.backend.as_mut() {
             Some(WriterBackend::Hdfs(f)) => {
-                block_on_timeout(timeout, "close", f.close())?.map_err(hdfs_error)?;
-                w.backend = Some(WriterBackend::HdfsPublished);
-                Ok(())
+                block_on_timeout(timeout, "hsync", f.hsync())?.map_err(hdfs_error)
             }
-            Some(WriterBackend::HdfsPublished) | Some(WriterBackend::S3(_)) => Ok(()),
+            Some(WriterBackend::S3(_)) => Ok(()),
             None => Err(Error::new(INVALID_ARGUMENT, "writer is closed")),
         }
     })
@@ -994,7 +974,6 @@ pub extern "C" fn stf_writer_commit(w: *mut StfWriter, err: *mut *mut c_char) ->
             Some(WriterBackend::Hdfs(mut f)) => {
                 block_on_timeout(timeout, "close", f.close())?.map_err(hdfs_error)
             }
-            Some(WriterBackend::HdfsPublished) => Ok(()),
             Some(WriterBackend::S3(mut b)) => block_on_timeout(timeout, "complete upload",
                                                                b.shutdown())?
                 .map_err(|e| Error::new(io_kind_code(e.kind()), flatten_error(&e))),
@@ -1014,12 +993,6 @@ pub extern "C" fn stf_writer_abort(w: *mut StfWriter, err: *mut *mut c_char) -> 
         match w.backend.take() {
             Some(WriterBackend::Hdfs(mut f)) => {
                 let _ = block_on_timeout(timeout, "close", f.close());
-                if let Backend::Hdfs(c) = &w.fs {
-                    let _ = block_on_timeout(timeout, "delete", c.delete(&w.path, false))?;
-                }
-                Ok(())
-            }
-            Some(WriterBackend::HdfsPublished) => {
                 if let Backend::Hdfs(c) = &w.fs {
                     let _ = block_on_timeout(timeout, "delete", c.delete(&w.path, false))?;
                 }
