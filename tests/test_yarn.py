@@ -4,8 +4,10 @@ seeds submit theirs."""
 
 import json
 import os
+import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -63,11 +65,12 @@ def container_logs(yarn, submit_output: str, tail: int = 40) -> str:
     return "\n".join(out)
 
 
-def spark_submit(yarn, deploy_mode, script, *args, archive=None, timeout=1100):
-    """spark-submit --master yarn as a user runs it. With `archive`, the seeds' way: the
-    environment shipped with --archives ARCHIVE#env and used by the executors (and by the
-    driver in cluster mode) through spark.pyspark.python=./env/bin/python; without, the
-    test environment's own interpreter."""
+def submit_command(yarn, deploy_mode, script, *args, archive=None, conf=None):
+    """(argv, env) of spark-submit --master yarn as a user runs it. With `archive`, the
+    seeds' way: the environment shipped with --archives ARCHIVE#env and used by the
+    executors (and by the driver in cluster mode) through
+    spark.pyspark.python=./env/bin/python; without, the test environment's own
+    interpreter."""
     bin_dir = os.path.dirname(sys.executable)
     env = dict(os.environ, HADOOP_CONF_DIR=str(yarn.conf_dir), TF_CPP_MIN_LOG_LEVEL="3",
                PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""))
@@ -82,7 +85,13 @@ def spark_submit(yarn, deploy_mode, script, *args, archive=None, timeout=1100):
             cmd += ["--conf", f"spark.pyspark.driver.python={sys.executable}"]
     else:
         cmd += ["--conf", f"spark.pyspark.python={sys.executable}"]
-    cmd += [str(script), *args]
+    for key, value in (conf or {}).items():
+        cmd += ["--conf", f"{key}={value}"]
+    return cmd + [str(script), *args], env
+
+
+def spark_submit(yarn, deploy_mode, script, *args, archive=None, conf=None, timeout=1100):
+    cmd, env = submit_command(yarn, deploy_mode, script, *args, archive=archive, conf=conf)
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
@@ -128,3 +137,90 @@ def test_the_seeds_job_runs_on_yarn_from_a_packed_environment(yarn, packed_env, 
     assert r["checkpoints"] == [f"ckpt-{e:02d}" for e in range(1, 7)]
     assert r["predictions"] == r["num_test"] and r["num_train"] + r["num_test"] == 1309
     assert r["accuracy"] >= r["baseline"] + 0.05, (r["accuracy"], r["baseline"])
+
+
+def job_result(p) -> dict:
+    """The JSON a tests/yarn_jobs script printed after RESULT."""
+    for line in p.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT "):])
+    raise AssertionError("no RESULT line:\n" + p.stdout[-2000:] + p.stderr[-4000:])
+
+
+@pytest.mark.timeout(900)
+def test_a_node_over_its_container_memory_is_killed_by_yarn_and_explained(yarn, tmp_path):
+    """A node's TF process that grows to 3 GiB in a container of 1 GiB + 384 MiB: the
+    NodeManager's physical-memory check counts it (it runs inside the container's process
+    tree) and kills the container; the driver raises within seconds, naming the node, the
+    Spark executor, the container, YARN's diagnostics and the setting to raise."""
+    hog = tmp_path / "hog"
+    p = spark_submit(yarn, "client", ROOT / "tests" / "yarn_jobs" / "memory_hog.py",
+                     "--gib", "3", "--idle", "300", "--pid-file", str(hog),
+                     conf={"spark.executor.memoryOverhead": "384m"}, timeout=800)
+    r = job_result(p)
+    message = r["error"] or ""
+    print(json.dumps(r, indent=1))
+    assert r.get("type") == "Aborted", (r, p.stderr[-3000:])
+    assert "worker:1 (executor 1 on " in message, message
+    assert re.search(r"Spark executor \d+ \(container_\d+_\d+_\d+_\d+\) was removed", message), message
+    assert "exceeding physical memory limits" in message, message
+    assert "spark.executor.memoryOverhead" in message, message
+    assert r["seconds"] - r["started"] < 60, r  # not the 300 s the nodes would idle
+    pid, container = open(f"{hog}.1").read().split()
+    assert container in message
+    deadline = time.monotonic() + 10
+    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not os.path.exists(f"/proc/{pid}"), "the TF process outlived its container"
+
+
+def sparktf_processes() -> list:
+    """Node agents and TF processes of this checkout still running."""
+    from test_cluster_spark import node_processes
+
+    return node_processes()
+
+
+@pytest.mark.timeout(600)
+def test_killing_the_application_leaves_nothing_on_the_nodemanagers(yarn, tmp_path):
+    """`yarn application -kill` (Hadoop's own CLI class) while an InputMode.SPARK cluster
+    runs: within 10 s no node agent, TF process or shm segment of it is left on the
+    NodeManagers' host, and the driver (client mode) ends with an error."""
+    from test_feed_spark import shm_segments
+    from minicluster import classpath, java
+
+    shm_before = set(shm_segments())
+    idle = tmp_path / "idle"
+    cmd, env = submit_command(yarn, "client", ROOT / "tests" / "yarn_jobs" / "memory_hog.py",
+                              "--gib", "0", "--idle", "600", "--mode", "spark",
+                              "--pid-file", str(idle))
+    log = open(tmp_path / "submit.log", "w+")
+    driver = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 400
+        while not all(os.path.exists(f"{idle}.{i}") for i in (0, 1)):
+            assert driver.poll() is None and time.monotonic() < deadline, \
+                open(tmp_path / "submit.log").read()[-4000:]
+            time.sleep(1)
+        pids = [int(open(f"{idle}.{i}").read().split()[0]) for i in (0, 1)]
+        assert sparktf_processes(), "the nodes' processes should be running"
+        app = re.findall(r"application_\d+_\d+", open(tmp_path / "submit.log").read())[0]
+        kill = subprocess.run([java(), "-cp", classpath(yarn.conf_dir),
+                               "org.apache.hadoop.yarn.client.cli.ApplicationCLI",
+                               "application", "-kill", app],
+                              capture_output=True, text=True, timeout=120)
+        assert kill.returncode == 0, kill.stdout + kill.stderr
+        killed = time.monotonic()
+        while time.monotonic() - killed < 10 and (
+                sparktf_processes() or set(shm_segments()) - shm_before):
+            time.sleep(0.2)
+        assert sparktf_processes() == [], "node processes outlived the application"
+        assert sorted(set(shm_segments()) - shm_before) == []
+        assert not [p for p in pids if os.path.exists(f"/proc/{p}")]
+        driver.wait(timeout=120)  # the driver learns that YARN ended the application
+        out = open(tmp_path / "submit.log").read()
+        r = json.loads(out.split("RESULT ", 1)[1].splitlines()[0])
+        assert r["type"] == "Aborted" and "the application ended" in r["error"], r
+    finally:
+        if driver.poll() is None:
+            driver.kill()

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -111,16 +112,86 @@ def _executor_pid() -> int:
     return 0
 
 
+def _spark_executor_id(jvm_pid: int) -> str:
+    """Spark's id of the executor whose JVM is `jvm_pid` (its --executor-id), or ''."""
+    try:
+        with open(f"/proc/{jvm_pid}/cmdline", "rb") as f:
+            args = f.read().decode(errors="replace").split("\0")
+    except OSError:
+        return ""
+    for flag, value in zip(args, args[1:]):
+        if flag == "--executor-id":
+            return value
+    return ""
+
+
+def _removed_executors(sc) -> dict:
+    """Spark's executors that were removed, {id: reason} (what the UI's Executors page
+    shows: for YARN, the container's exit and its diagnostics)."""
+    out = {}
+    try:
+        summaries = sc._jsc.sc().statusStore().executorList(False)
+        for i in range(summaries.size()):
+            e = summaries.apply(i)
+            if not e.isActive():
+                reason = e.removeReason()
+                out[str(e.id())] = str(reason.get()) if reason.isDefined() else ""
+    except Exception as e:  # noqa: BLE001 - only an explanation is lost
+        logger.debug("sparktf: no executor list from Spark: %s", e)
+    return out
+
+
+_YARN_MEMORY_KILL = re.compile(r"exceeding (physical|virtual) memory limits|"
+                               r"exit(ed)? (code|status):? ?-10[34]\b|"
+                               r"Container killed on request. Exit code is 137", re.I)
+
+
+def explain_lost_nodes(sc, nodes: list, wait: float) -> str:
+    """For nodes that were lost or killed, what Spark knows of their executors' end,
+    waiting up to `wait` s for it (YARN reports a container's end a few seconds after its
+    processes died); '' if nothing. A container killed for its memory limit gets advice."""
+    wanted = {n["spark_executor"]: n for n in nodes
+              if n.get("spark_executor") and (n["phase"] == "lost" or n.get("signal"))}
+    if not wanted:
+        return ""
+    # Wait only when the executor itself may be ending: the agent vanished, was signalled
+    # (a container kill signals every process in it) or saw the executor end.
+    executor_ending = any(n["phase"] == "lost" or n.get("reason", "").startswith(
+        ("agent received signal", "the Spark executor ended")) for n in wanted.values())
+    deadline = time.monotonic() + (wait if executor_ending else 0)
+    while True:
+        removed = _removed_executors(sc)
+        found = {i: removed[i] for i in wanted if removed.get(i)}
+        if len(found) == len(wanted) or time.monotonic() >= deadline:
+            break
+        time.sleep(0.5)
+    lines = []
+    for i, reason in sorted(found.items()):
+        n = wanted[i]
+        where = f"Spark executor {i}" + (f" ({n['container']})" if n.get("container") else "")
+        lines.append(f"{where} was removed: {reason.strip()}")
+        if _YARN_MEMORY_KILL.search(reason):
+            lines.append(
+                "  YARN killed the container for exceeding its memory limit; the node's "
+                "TensorFlow process runs inside that container and counts against it "
+                "(spark.executor.memory + spark.executor.memoryOverhead). Raise "
+                "spark.executor.memoryOverhead (Python and TensorFlow live there), or "
+                "spark.executor.memory, or make the TF process use less memory.")
+    return "\n".join(lines)
+
+
 def _start_detached(cmd: list, env: dict, executor_id: int, timeout: float) -> None:
-    """Starts the agent in its own session and returns once it runs the TF
-    process (it writes 'ready' to a pipe); raises if it ends first."""
+    """Starts the agent in its own process group and returns once it runs the TF
+    process (it writes 'ready' to a pipe); raises if it ends first. It stays in the
+    executor's session: when this Python worker ends, YARN's process tree of the container
+    (which adopts orphans by session) still counts the agent and its TF process."""
     import select
 
     _detached_agents[:] = [p for p in _detached_agents if p.poll() is None]
     read_fd, write_fd = os.pipe()
     try:
         cmd = cmd[:1] + ["agent", "--ready-fd", str(write_fd)] + cmd[2:]
-        proc = subprocess.Popen(cmd, env=env, pass_fds=[write_fd], start_new_session=True,
+        proc = subprocess.Popen(cmd, env=env, pass_fds=[write_fd], process_group=0,
                                 stdin=subprocess.DEVNULL)
         os.close(write_fd)
         write_fd = -1
@@ -161,10 +232,14 @@ def _node_task(meta: dict):
                 f.write(meta["payload"])
             # This executor's own sparktf (a packed environment lives elsewhere than the
             # driver's).
+            jvm = _executor_pid()
             cmd = [_agent_binary(), "agent", "--coordinator", meta["coordinator"],
                    "--executor-id", str(executor_id), "--error-file",
                    os.path.join(tmp, "error"), "--reservation-timeout",
                    str(meta["reservation_timeout"]), "--python", sys.executable]
+            spark_executor = _spark_executor_id(jvm) if jvm else ""
+            if spark_executor:
+                cmd += ["--spark-executor-id", spark_executor]
             if gpus:
                 cmd += ["--gpus", ",".join(gpus)]
             if meta.get("log_dir"):
@@ -172,7 +247,6 @@ def _node_task(meta: dict):
             spark_mode = bool(meta.get("feed_cluster_id"))
             if spark_mode:
                 cmd += ["--feed-cluster-id", meta["feed_cluster_id"]]
-                jvm = _executor_pid()
                 if jvm:
                     cmd += ["--watch-pid", str(jvm)]
             cmd += ["--", sys.executable, "-m", "sparktf.node", payload]
@@ -341,11 +415,31 @@ class TFCluster:
 
     def _fail(self, message: str, exc_type=errors.Aborted):
         self._coordinator.abort(message)
-        self.sc.cancelJobGroup(self._job_group)
+        try:
+            self.sc.cancelJobGroup(self._job_group)
+        except Exception as e:  # noqa: BLE001 - a stopped SparkContext has no jobs left
+            logger.debug("sparktf: cancelling the nodes' job: %s", e)
         self._job.join(30)
         self._coordinator.shutdown()
         self._closed = True
         raise exc_type(message)
+
+    def _with_spark_explanation(self, message: str) -> str:
+        """`message` and, when nodes were lost or killed, what Spark says of their
+        executors (waiting up to 10 s for it)."""
+        try:
+            nodes = self.status()["nodes"]
+        except Exception:  # noqa: BLE001 - the message stands alone
+            return message
+        spark_says = explain_lost_nodes(self.sc, nodes, wait=10.0)
+        try:
+            if self.sc._jsc.sc().isStopped():
+                spark_says = (spark_says + "\n" if spark_says else "") + (
+                    "The SparkContext has stopped: the application ended under the cluster "
+                    "(killed, e.g. `yarn application -kill`, or its master lost)")
+        except Exception:  # noqa: BLE001 - as good as stopped
+            pass
+        return f"{message}\n{spark_says}" if spark_says else message
 
     def wait(self, timeout: float) -> bool:
         """Waits up to `timeout` s for every node to finish. True when all
@@ -360,9 +454,10 @@ class TFCluster:
                 if self._coordinator.wait_finished(min(1.0, max(timeout, 0.01))):
                     return True
             except errors.Aborted as e:
-                self._fail(str(e))
+                self._fail(self._with_spark_explanation(str(e)))
             if not self._job.is_alive() and self._job.error is not None:
-                self._fail(f"the Spark job running the nodes failed: {self._job.error}")
+                self._fail(self._with_spark_explanation(
+                    f"the Spark job running the nodes failed: {self._job.error}"))
             if time.monotonic() >= deadline:
                 return False
 

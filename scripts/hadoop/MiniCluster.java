@@ -153,6 +153,11 @@ public class MiniCluster {
     conf.setInt(YarnConfiguration.RM_SCHEDULER_MAXIMUM_ALLOCATION_VCORES, 8);
     conf.setBoolean(YarnConfiguration.NM_PMEM_CHECK_ENABLED, pmemCheck);
     conf.setBoolean(YarnConfiguration.NM_VMEM_CHECK_ENABLED, false);
+    // Without cgroups the polling check above is what enforces a container's memory, but
+    // ContainersMonitorImpl.checkLimit skips it while yarn.nodemanager.resource.memory.enforced
+    // (cgroup-based strict enforcement, default true) is on: a container 2x over its limit
+    // then runs on. Clusters that rely on the polling check turn it off, as here.
+    conf.setBoolean(YarnConfiguration.NM_MEMORY_RESOURCE_ENFORCED, !pmemCheck);
     conf.setLong(YarnConfiguration.NM_CONTAINER_MON_INTERVAL_MS, 1000);
     conf.setInt(YarnConfiguration.DEBUG_NM_DELETE_DELAY_SEC, 0);
     conf.setFloat(YarnConfiguration.NM_MAX_PER_DISK_UTILIZATION_PERCENTAGE, 99.9f);

@@ -238,7 +238,10 @@ void Coordinator::CloseConn(Conn& c) {
 
 std::string Coordinator::Describe(const NodeState& n) const {
   std::string role = n.job_name.empty() ? "node" : n.job_name + ":" + std::to_string(n.task_index);
-  return role + " (executor " + std::to_string(n.executor_id) + " on " + n.host + ")";
+  std::string where = "executor " + std::to_string(n.executor_id) + " on " + n.host;
+  if (!n.spark_executor.empty()) where += ", Spark executor " + n.spark_executor;
+  if (!n.container.empty()) where += ", " + n.container;
+  return role + " (" + where + ")";
 }
 
 void Coordinator::Handle(Conn& c, const Frame& f) {
@@ -307,6 +310,11 @@ void Coordinator::HandleRegister(Conn& c, const std::string& payload) {
   n.host = j["host"].get<std::string>();
   n.port = j["port"].get<int>();
   n.pid = j.value("pid", 0);
+  auto optional_string = [&j](const char* key) {
+    return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+  };
+  n.spark_executor = optional_string("spark_executor");
+  n.container = optional_string("container");
   n.gpus = j.contains("gpus") ? j["gpus"].dump() : "[]";
   n.feed_port = j.contains("feed_port") && j["feed_port"].is_number_integer() ? j["feed_port"].get<int>() : 0;
   n.conn = c.id;
@@ -385,6 +393,7 @@ void Coordinator::HandleExit(Conn& c, const std::string& payload) {
   n.stopped = j.value("stopped", false);
   n.traceback = j.value("traceback", "");
   n.stderr_tail = j.value("stderr_tail", "");
+  n.reason = j.contains("reason") && j["reason"].is_string() ? j["reason"].get<std::string>() : "";
   Send(c, MessageType::kReportAck, "{}");
   const bool failed = !n.stopped && (n.exit_code != 0 || n.signal != 0);
   if (failed) {
@@ -585,7 +594,9 @@ std::string Coordinator::StatusJsonLocked() const {
                      {"job_name", n.job_name}, {"task_index", n.task_index},
                      {"phase", kPhases[n.phase]}, {"exit_code", n.exit_code},
                      {"signal", n.signal}, {"stopped", n.stopped}, {"traceback", n.traceback},
-                     {"tensorboard", n.tensorboard}, {"feed_port", n.feed_port}});
+                     {"tensorboard", n.tensorboard}, {"feed_port", n.feed_port},
+                     {"spark_executor", n.spark_executor}, {"container", n.container},
+                     {"reason", n.reason}});
   }
   json feeds = json::object();
   for (const auto& [qname, per_node] : feeds_) {

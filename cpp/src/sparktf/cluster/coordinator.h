@@ -50,8 +50,11 @@ struct NodeState {
   bool stopped = false;  // exited because the coordinator asked it to
   std::string traceback;
   std::string stderr_tail;
+  std::string reason;  // why its agent stopped the TF process, if it did
   std::string tensorboard;  // URL, if this node runs TensorBoard
   int feed_port = 0;        // its agent's feed service (SPARK mode), 0 if none
+  std::string spark_executor;  // Spark's executor id, if the agent was told it
+  std::string container;       // the YARN container it runs in, if any
   int conn = -1;  // connection id of its agent; -1 once closed
   std::chrono::steady_clock::time_point last_seen;
 };

@@ -209,6 +209,33 @@ TEST(CoordinatorTest, LostConnectionAbortsTheCluster) {
   EXPECT_NE(st.message().find("was lost"), std::string::npos) << st.message();
 }
 
+TEST(CoordinatorTest, NodesAreDescribedWithTheirSparkExecutorAndContainer) {
+  auto coord = StartCoordinator(2);
+  FakeNode a = Join(*coord, 0, 1);
+  auto conn = Connection::Open(Addr(*coord), kToken, 5s);
+  ASSERT_TRUE(conn.ok());
+  json reg = {{"executor_id", 1}, {"host", "127.0.0.1"}, {"port", 2}, {"pid", 1},
+              {"spark_executor", "7"}, {"container", "container_1_0001_01_000003"}};
+  ASSERT_TRUE(conn->Call(MessageType::kRegister, reg.dump(), MessageType::kRegistered, 5s).ok());
+  std::optional<FakeNode> b(FakeNode{std::move(conn).ValueOrDie(), json()});
+  AwaitSpec(a);
+  AwaitSpec(*b);
+  json report = {{"exit_code", 0}, {"signal", 9}, {"reason", "agent received signal 15"}};
+  ASSERT_TRUE(b->conn.Call(MessageType::kReportExit, report.dump(), MessageType::kReportAck, 5s)
+                  .ok());
+  Status st = coord->WaitFinished(2s);
+  EXPECT_NE(st.message().find("worker:1 (executor 1 on 127.0.0.1, Spark executor 7, "
+                              "container_1_0001_01_000003) failed with signal 9"),
+            std::string::npos)
+      << st.message();
+  json status = json::parse(coord->StatusJson());
+  const json& node = status["nodes"][1];
+  EXPECT_EQ(node["spark_executor"], "7");
+  EXPECT_EQ(node["container"], "container_1_0001_01_000003");
+  EXPECT_EQ(node["reason"], "agent received signal 15");
+  EXPECT_EQ(status["nodes"][0]["spark_executor"], "");  // not told: not named
+}
+
 // Found in CI: an agent that reports its exit and closes at once must count as
 // exited, not lost (the report and the close arrive in one read).
 TEST(CoordinatorTest, ExitReportFollowedByCloseCountsAsExited) {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <fstream>
@@ -73,6 +74,7 @@ Result<pid_t> Spawn(const std::vector<std::string>& argv, const std::vector<std:
   if (pid < 0) return Status::FromErrno("fork", errno);
   if (pid == 0) {
     ::setpgid(0, 0);
+    ::signal(SIGPIPE, SIG_DFL);  // the agent ignores it; an exec'd program gets the default
     ::sigprocmask(SIG_SETMASK, &mask, nullptr);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the agent
     if (stderr_fd >= 0) ::dup2(stderr_fd, 2);
@@ -142,6 +144,9 @@ bool IsTensorBoardNode(const json& spec) {
 
 Result<int> RunAgent(const AgentOptions& o) {
   if (o.command.empty()) return Status::InvalidArgument("no command to run");
+  // Our stderr is often a pipe to the executor JVM, which may be gone by the time we say
+  // so: a write there must fail, not kill us before we clean up.
+  ::signal(SIGPIPE, SIG_IGN);
   if (o.die_with_parent) {
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() == 1) return Status::Cancelled("parent process already gone");
@@ -174,6 +179,10 @@ Result<int> RunAgent(const AgentOptions& o) {
   json gpus = o.gpus;
   json reg = {{"executor_id", o.executor_id}, {"host", host}, {"port", port},
               {"pid", ::getpid()}, {"gpus", gpus}, {"feed_port", feeds ? feeds->port() : 0}};
+  if (!o.spark_executor.empty()) reg["spark_executor"] = o.spark_executor;
+  if (const char* container = std::getenv("CONTAINER_ID"); container && *container) {
+    reg["container"] = container;
+  }
   RETURN_NOT_OK(conn.Call(MessageType::kRegister, reg.dump(), MessageType::kRegistered, 30s).status());
   RETURN_NOT_OK(conn.Send(MessageType::kAwaitCluster, "{}"));
 

@@ -41,6 +41,9 @@ struct AgentOptions {
   bool die_with_parent = true;  // PR_SET_PDEATHSIG
   int watch_pid = 0;  // also stop when this process ends (the Spark executor's JVM)
   int ready_fd = -1;  // gets "ready\n" (then closed) once the TF process runs
+  // Where the node runs, for messages: Spark's id of the executor (and the YARN container,
+  // from $CONTAINER_ID) are sent with the registration.
+  std::string spark_executor;
   // SPARK mode: serve feeds for this cluster id (node/feed_service.h).
   std::string feed_cluster_id;
   std::chrono::milliseconds feed_timeout{600000};
