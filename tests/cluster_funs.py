@@ -182,3 +182,12 @@ def killed_by_signal(args, ctx):
         time.sleep(1)
         os.kill(os.getpid(), signal.SIGKILL)  # like the OOM killer
     time.sleep(300)
+
+
+def imports_a_driver_only_module(args, ctx):
+    """The seeds' missing package: worker 1 imports a module that only the driver has."""
+    if ctx.job_name == "worker" and ctx.task_index == 1:
+        import sparktf_driver_only_module  # noqa: F401
+    import time as _t
+
+    _t.sleep(30)

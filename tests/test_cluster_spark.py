@@ -169,6 +169,26 @@ def test_failing_worker_raises_with_its_traceback(spark, tmp_path):
         assert not os.path.exists(f"/proc/{open(pid_file).read()}")
 
 
+def test_missing_module_names_the_package_the_node_and_the_fix(spark, tmp_path, monkeypatch):
+    """A module the driver has and an executor's Python lacks (the seeds' `packaging`):
+    the error names the module, the node, the executor and its Python, and says to ship it
+    in the environment's archive."""
+    (tmp_path / "sparktf_driver_only_module.py").write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import sparktf_driver_only_module  # noqa: F401 - the driver has it
+
+    cluster = TFCluster.run(spark.sparkContext, cluster_funs.imports_a_driver_only_module,
+                            None, 2, reservation_timeout=120)
+    with pytest.raises(errors.Aborted) as exc:
+        cluster.shutdown(timeout=120)
+    message = str(exc.value)
+    assert "worker:1 (executor 1 on " in message and "Spark executor " in message, message
+    assert "No module named 'sparktf_driver_only_module'" in message, message
+    assert f"the Python of this node ({sys.executable} on " in message, message
+    assert "--archives env.tar.gz#env" in message, message
+    assert wait_no_node_processes() == []
+
+
 def test_killed_node_process_aborts_the_cluster(spark, tmp_path):
     cluster = TFCluster.run(spark.sparkContext, cluster_funs.killed_by_signal, None, 2,
                             reservation_timeout=120)

@@ -340,6 +340,20 @@ def _register_filesystems_when_tensorflow_loads() -> None:
         sys.meta_path.insert(0, _RegisterFilesystemsAfterTensorFlow())
 
 
+def _missing_module_hint(e: BaseException) -> str:
+    """For a module this node's Python lacks, where to add it; '' otherwise."""
+    if not isinstance(e, ModuleNotFoundError) or not e.name:
+        return ""
+    import socket
+
+    package = e.name.split(".")[0]
+    return (f"sparktf: the Python of this node ({sys.executable} on {socket.gethostname()}) "
+            f"has no module '{package}'. Executors run their own Python environment, not "
+            f"the driver's: install '{package}' into the environment you ship to them "
+            "(sparktf pack, then spark-submit --archives env.tar.gz#env with "
+            "spark.pyspark.python=./env/bin/python) or into every machine's Python.\n")
+
+
 def main(argv: list[str]) -> int:
     """Entry point of the TF process: loads (map_fun, args, options) from the
     payload file the node task wrote, deletes it, and runs map_fun."""
@@ -368,7 +382,7 @@ def main(argv: list[str]) -> int:
         if isinstance(e, SystemExit) and e.code in (0, None):
             _close_feeds(None)
             return 0
-        text = traceback.format_exc()
+        text = traceback.format_exc() + _missing_module_hint(e)
         _write_error(text)
         _close_feeds(text)
         sys.stderr.write(text)
