@@ -224,3 +224,25 @@ def test_killing_the_application_leaves_nothing_on_the_nodemanagers(yarn, tmp_pa
     finally:
         if driver.poll() is None:
             driver.kill()
+
+
+@pytest.mark.timeout(900)
+def test_spark_mode_training_and_inference_on_yarn(yarn):
+    """InputMode.SPARK on YARN: MWMS training fed from an RDD, export to HDFS, then
+    inference fed by Spark with exactly one answer per row in order. Every TF process runs
+    in its executor's container: in that container's session, which YARN's process tree
+    counts (even once the Python worker that started its agent has ended)."""
+    base = f"{yarn.url}/spark-mode"
+    p = spark_submit(yarn, "client", ROOT / "tests" / "yarn_jobs" / "spark_mode.py",
+                     "--base", base, "--epochs", "8", timeout=800)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-4000:]
+    r = job_result(p)
+    print(json.dumps(r, indent=1))
+    assert r["predictions"] == r["test_rows"] == 297
+    assert r["accuracy"] > 0.85, r["accuracy"]  # held-out digits; chance is 0.1
+    for stage in ("train", "infer"):
+        nodes = r["where"][stage]
+        assert sorted(n["job_name"] for n in nodes) == ["worker", "worker"], nodes
+        containers = [n["container"] for n in nodes]
+        assert len(set(containers)) == 2 and all(c.startswith("container_") for c in containers)
+        assert all(n["session_is_container"] for n in nodes), nodes
