@@ -207,6 +207,26 @@ def test_more_executors_than_exist_is_a_clear_error(spark):
     assert wait_no_node_processes() == []
 
 
+def test_dynamic_allocation_below_num_executors_is_a_clear_error(spark, monkeypatch, tmp_path):
+    """Dynamic allocation would take idle-looking nodes' executors away: refused at once,
+    naming the settings, unless it keeps at least num_executors."""
+    conf = spark.sparkContext.getConf()
+    monkeypatch.setattr(type(spark.sparkContext), "getConf", lambda self: conf)
+    conf.set("spark.dynamicAllocation.enabled", "true")
+    conf.set("spark.dynamicAllocation.minExecutors", "1")
+    t0 = time.monotonic()
+    with pytest.raises(errors.InvalidArgument,
+                       match=r"dynamic allocation is on .*minExecutors=1.*"
+                             r"spark.dynamicAllocation.enabled=false and --num-executors 2"):
+        TFCluster.run(spark.sparkContext, cluster_funs.roles, "/tmp", 2)
+    assert time.monotonic() - t0 < 5
+    conf.set("spark.dynamicAllocation.minExecutors", "2")
+    cluster = TFCluster.run(spark.sparkContext, cluster_funs.roles, str(tmp_path), 2,
+                            reservation_timeout=60)
+    cluster.shutdown(timeout=60)
+    assert len(glob.glob(str(tmp_path / "node-*.json"))) == 2
+
+
 @pytest.mark.parametrize("where", ["local", "hdfs"])
 def test_tensorboard_on_the_chief(spark, tmp_path, request, where):
     log_dir = str(tmp_path / "logs")

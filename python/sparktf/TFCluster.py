@@ -90,6 +90,25 @@ def _wait_for_slots(sc, needed: int, timeout: float) -> None:
         time.sleep(0.2)
 
 
+def _check_dynamic_allocation(sc, needed: int) -> None:
+    """Dynamic allocation removes executors it sees idle and scales to pending tasks; a
+    node holds its executor for the whole run (in InputMode.SPARK between feeding tasks
+    too). Allowed only when it keeps at least `needed` executors."""
+    conf = sc.getConf()
+    if conf.get("spark.dynamicAllocation.enabled", "false").lower() != "true":
+        return
+    minimum = int(conf.get("spark.dynamicAllocation.minExecutors", "0"))
+    if minimum >= needed:
+        return
+    raise errors.InvalidArgument(
+        f"num_executors={needed} but dynamic allocation is on "
+        f"(spark.dynamicAllocation.enabled=true, spark.dynamicAllocation.minExecutors="
+        f"{minimum}): it would remove the executors of idle-looking nodes and cannot be "
+        "asked for executors up front. Submit with --conf spark.dynamicAllocation.enabled="
+        f"false and --num-executors {needed} (spark.executor.instances), or keep it on with "
+        f"--conf spark.dynamicAllocation.minExecutors={needed}")
+
+
 _detached_agents: list = []  # Popen objects of SPARK-mode agents, reaped when they end
 
 
@@ -527,6 +546,7 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
         log_dir = tempfile.mkdtemp(prefix="sparktf-tensorboard-")
     num_executors = int(num_executors)
     _agent_binary()  # the driver's install is complete (each executor checks its own)
+    _check_dynamic_allocation(sc, num_executors)
     _wait_for_slots(sc, num_executors, min(float(reservation_timeout), DEFAULT_SLOT_WAIT))
 
     token = secrets.token_hex(16)
