@@ -77,6 +77,8 @@ def submit_command(yarn, deploy_mode, script, *args, archive=None, conf=None):
     cmd = [os.path.join(bin_dir, "spark-submit"), "--master", "yarn",
            "--deploy-mode", deploy_mode, "--num-executors", "2", "--executor-cores", "1",
            "--executor-memory", "1g", "--driver-memory", "1g",
+           # TF runs in the container too; YARN enforces its limit (README: Memory on YARN)
+           "--conf", "spark.executor.memoryOverhead=1g",
            "--conf", "spark.yarn.am.memory=512m", "--conf", "spark.yarn.maxAppAttempts=1",
            "--conf", "spark.ui.showConsoleProgress=false"]
     if archive:
