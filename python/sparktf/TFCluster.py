@@ -160,12 +160,11 @@ def _removed_executors(sc) -> dict:
     return out
 
 
-_YARN_MEMORY_KILL = re.compile(r"exceeding (physical|virtual) memory limits|"
-                               r"exit(ed)? (code|status):? ?-10[34]\b|"
-                               r"Container killed on request. Exit code is 137", re.I)
+# Spark's words for YARN's exit statuses -104 and -103 (not 137: any kill on request).
+_YARN_MEMORY_KILL = re.compile(r"exceeding (physical|virtual) memory limits")
 
 
-def explain_lost_nodes(sc, nodes: list, wait: float) -> str:
+def _explain_lost_nodes(sc, nodes: list, wait: float) -> str:
     """For nodes that were lost or killed, what Spark knows of their executors' end,
     waiting up to `wait` s for it (YARN reports a container's end a few seconds after its
     processes died); '' if nothing. A container killed for its memory limit gets advice."""
@@ -450,7 +449,7 @@ class TFCluster:
             nodes = self.status()["nodes"]
         except Exception:  # noqa: BLE001 - the message stands alone
             return message
-        spark_says = explain_lost_nodes(self.sc, nodes, wait=10.0)
+        spark_says = _explain_lost_nodes(self.sc, nodes, wait=10.0)
         try:
             if self.sc._jsc.sc().isStopped():
                 spark_says = (spark_says + "\n" if spark_says else "") + (
