@@ -147,7 +147,9 @@ def saveAsTFRecords(df, output_dir: str, num_shards: int | None = None,
             for batch in batches:
                 n += writer.write_columns(_arrow_columns(batch), batch.num_rows)
         except BaseException:
+            # This worker may outlive its failed task and the job's abort: clean up here.
             writer.abort()
+            _native.OutputCommitter.abort_task_attempt(out_dir, job_id, part, attempt)
             raise
         writer.close()
         yield pa.RecordBatch.from_pydict({"file": [uri], "records": [n]})

@@ -388,11 +388,55 @@ TEST_F(CommitterTest, RejectsForeignAndDuplicateFiles) {
             StatusCode::kInvalidArgument);
 }
 
+TEST_F(CommitterTest, AFailedAttemptCleansOnlyItsOwnWhileTheJobIsLive) {
+  auto c = OutputCommitter::Make("mem://b/out", "job1", WriteMode::kErrorIfExists);
+  ASSERT_TRUE(c.ok() && c->SetupJob().ok());
+  WriteAttempt("job1", 0, 0, "a0");
+  WriteAttempt("job1", 1, 0, "partial");
+  ASSERT_TRUE(OutputCommitter::AbortTaskAttempt("mem://b/out", "job1", 1, 0).ok());
+  EXPECT_EQ(Keys(), (std::vector<std::string>{"mem://b/out/_temporary/job1/_job-live",
+                                              "mem://b/out/_temporary/job1/attempt-0-0/part-0"}));
+}
+
+TEST_F(CommitterTest, AnAttemptThatWritesAfterTheAbortLeavesNothing) {
+  auto c = OutputCommitter::Make("mem://b/out", "job1", WriteMode::kErrorIfExists);
+  ASSERT_TRUE(c.ok() && c->SetupJob().ok());
+  ASSERT_TRUE(c->AbortJob().ok());
+  WriteAttempt("job1", 1, 3, "straggler");  // its task failed; its writer had not yet begun
+  ASSERT_TRUE(OutputCommitter::AbortTaskAttempt("mem://b/out", "job1", 1, 3).ok());
+  EXPECT_TRUE(Keys().empty());
+}
+
 }  // namespace
 }  // namespace sparktf
 
 namespace sparktf {
 namespace {
+
+TEST(LocalCommitterTest, AStragglerAfterTheAbortLeavesNoDirectoryButSparesTheNextJob) {
+  TempDir dir;
+  const std::string out = dir.path() + "/out";
+  auto failed = OutputCommitter::Make(out, "old", WriteMode::kErrorIfExists);
+  ASSERT_TRUE(failed.ok() && failed->SetupJob().ok());
+  ASSERT_TRUE(failed->AbortJob().ok());
+  auto write = [](const std::string& uri) {
+    auto w = OpenOutputFile(uri);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    ASSERT_TRUE((*w)->Abort().ok());  // the straggler's input broke: it aborts its file
+  };
+  write(OutputCommitter::TaskAttemptUri(out, "old", 1, 3, "part-1"));
+  ASSERT_TRUE(std::filesystem::exists(out + "/_temporary/old/attempt-1-3"));
+  ASSERT_TRUE(OutputCommitter::AbortTaskAttempt(out, "old", 1, 3).ok());
+  EXPECT_TRUE(std::filesystem::is_empty(out));
+
+  // A straggler of the old job while the next job writes the same directory.
+  auto next = OutputCommitter::Make(out, "new", WriteMode::kErrorIfExists);
+  ASSERT_TRUE(next.ok() && next->SetupJob().ok());
+  write(OutputCommitter::TaskAttemptUri(out, "old", 2, 3, "part-2"));
+  ASSERT_TRUE(OutputCommitter::AbortTaskAttempt(out, "old", 2, 3).ok());
+  EXPECT_FALSE(std::filesystem::exists(out + "/_temporary/old"));
+  EXPECT_TRUE(std::filesystem::exists(out + "/_temporary/new/_job-live"));
+}
 
 TEST(LocalFileSystemTest, StreamingWritesAreVisibleWhileTheyGrow) {
   TempDir dir;

@@ -8,6 +8,21 @@ namespace sparktf {
 namespace {
 
 constexpr const char* kTemporary = "_temporary";
+constexpr const char* kLiveJobMarker = "_job-live";
+
+std::string JobDir(const std::string& output_dir, const std::string& job_id) {
+  return JoinUri(JoinUri(output_dir, kTemporary), job_id);
+}
+
+std::string AttemptDir(const std::string& output_dir, const std::string& job_id,
+                       int64_t partition, int64_t attempt) {
+  return JoinUri(JobDir(output_dir, job_id),
+                 "attempt-" + std::to_string(partition) + "-" + std::to_string(attempt));
+}
+
+Status IgnoreNotFound(Status st) {
+  return st.code() == StatusCode::kNotFound ? Status::OK() : st;
+}
 
 bool IsVisible(std::string_view name) {
   return !name.empty() && name[0] != '_' && name[0] != '.';
@@ -33,17 +48,12 @@ Result<OutputCommitter> OutputCommitter::Make(std::string output_dir, std::strin
   return OutputCommitter(std::move(output_dir), std::move(job_id), mode);
 }
 
-std::string OutputCommitter::job_dir() const {
-  return JoinUri(JoinUri(output_dir_, kTemporary), job_id_);
-}
+std::string OutputCommitter::job_dir() const { return JobDir(output_dir_, job_id_); }
 
 std::string OutputCommitter::TaskAttemptUri(const std::string& output_dir,
                                             const std::string& job_id, int64_t partition,
                                             int64_t attempt, const std::string& name) {
-  return JoinUri(JoinUri(JoinUri(JoinUri(output_dir, kTemporary), job_id),
-                         "attempt-" + std::to_string(partition) + "-" +
-                             std::to_string(attempt)),
-                 name);
+  return JoinUri(AttemptDir(output_dir, job_id, partition, attempt), name);
 }
 
 Status OutputCommitter::SetupJob() {
@@ -65,7 +75,9 @@ Status OutputCommitter::SetupJob() {
   } else if (info.status().code() != StatusCode::kNotFound) {
     return info.status().WithContext("write " + output_dir_);
   }
-  return MakeDirs(job_dir());
+  RETURN_NOT_OK(MakeDirs(job_dir()));
+  ASSIGN_OR_RETURN(auto marker, OpenOutputFile(JoinUri(job_dir(), kLiveJobMarker)));
+  return marker->Close();
 }
 
 Result<std::vector<std::string>> OutputCommitter::CommitJob(
@@ -116,7 +128,21 @@ Status OutputCommitter::AbortJob() {
   // finished after their job failed go too. (One that finishes after this still writes
   // only below _temporary, which readers skip.)
   Status st = DeletePath(JoinUri(output_dir_, kTemporary), /*recursive=*/true);
-  if (!st.ok() && st.code() != StatusCode::kNotFound) return st;
+  return IgnoreNotFound(std::move(st));
+}
+
+Status OutputCommitter::AbortTaskAttempt(const std::string& output_dir,
+                                         const std::string& job_id, int64_t partition,
+                                         int64_t attempt) {
+  RETURN_NOT_OK(IgnoreNotFound(
+      DeletePath(AttemptDir(output_dir, job_id, partition, attempt), /*recursive=*/true)));
+  const std::string job = JobDir(output_dir, job_id);
+  ASSIGN_OR_RETURN(bool live, PathExists(JoinUri(job, kLiveJobMarker)));
+  if (live) return Status::OK();  // the driver's commit or abort removes the rest
+  RETURN_NOT_OK(IgnoreNotFound(DeletePath(job, /*recursive=*/true)));
+  // Not recursive: a later job writing the same directory may have begun. Failing on a
+  // non-empty directory is the expected outcome then.
+  (void)DeletePath(JoinUri(output_dir, kTemporary), /*recursive=*/false);
   return Status::OK();
 }
 
