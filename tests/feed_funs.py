@@ -64,6 +64,8 @@ def mwms_keras(args, ctx):
     import numpy as np
     import tensorflow as tf
 
+    # Seeded, so that an accuracy bound tests the feed, not the luck of the initial weights.
+    tf.keras.utils.set_random_seed(args.get("seed", 0))
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
     mapping = args.get("input_mapping")
 
