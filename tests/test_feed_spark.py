@@ -162,7 +162,7 @@ def digits_split():
 def test_mwms_digits_from_rdd(spark, tmp_path, digits_split, clean_after):
     (x, y), (tx, ty) = digits_split
     sc = spark.sparkContext
-    args = {"out": str(tmp_path), "batch": 32, "features": 64, "classes": 10,
+    args = {"out": str(tmp_path), "batch": 32, "features": 64, "classes": 10, "hidden": 64,
             "test": [tx.tolist(), ty.tolist()]}
     cluster = TFCluster.run(sc, feed_funs.mwms_keras, args, 2, input_mode=SPARK)
     rdd = sc.parallelize(list(zip(x, y.tolist())), 4)
@@ -178,7 +178,7 @@ def test_mwms_digits_from_dataframe_with_input_mapping(spark, tmp_path, digits_s
                                                        clean_after):
     (x, y), (tx, ty) = digits_split
     sc = spark.sparkContext
-    args = {"out": str(tmp_path), "batch": 32, "features": 64, "classes": 10,
+    args = {"out": str(tmp_path), "batch": 32, "features": 64, "classes": 10, "hidden": 64,
             "input_mapping": {"pixels": "x", "label": "y"}, "test": [tx.tolist(), ty.tolist()]}
     cluster = TFCluster.run(sc, feed_funs.mwms_keras, args, 2, input_mode=SPARK)
     df = spark.createDataFrame([(row.tolist(), int(label)) for row, label in zip(x, y)],
