@@ -67,11 +67,15 @@ def _driver_host(sc) -> str:
 
 
 def _task_slots(sc) -> tuple[int, int]:
-    """(executors, task slots) currently registered with the driver."""
-    infos = sc.statusTracker().getExecutorInfos()
-    executors = max(len(infos) - 1, 0)  # the driver is listed too
-    cpus = int(sc.getConf().get("spark.task.cpus", "1"))
-    return executors, sc.defaultParallelism // max(cpus, 1) if executors else 0
+    """(executors, task slots) currently registered with the driver: the slots Spark's own
+    check of a barrier stage counts (not sc.defaultParallelism, which is at least 2 and
+    may be set by the user)."""
+    jsc = sc._jsc.sc()
+    executors = max(len(jsc.statusTracker().getExecutorInfos()) - 1, 0)  # and the driver
+    if not executors:
+        return 0, 0
+    profile = jsc.resourceProfileManager().defaultResourceProfile()
+    return executors, int(jsc.maxNumConcurrentTasks(profile))
 
 
 def _wait_for_slots(sc, needed: int, timeout: float) -> None:
@@ -86,8 +90,19 @@ def _wait_for_slots(sc, needed: int, timeout: float) -> None:
                 f"{slots} task slot(s) after waiting {timeout:.0f} s. Ask Spark for at least "
                 f"{needed} executors (spark.executor.instances, --num-executors), with one "
                 "task slot each (spark.executor.cores = spark.task.cpus), and disable dynamic "
-                "allocation (spark.dynamicAllocation.enabled=false)")
+                "allocation (spark.dynamicAllocation.enabled=false)" + _yarn_hint(sc))
         time.sleep(0.2)
+
+
+def _yarn_hint(sc) -> str:
+    """Why YARN may hold executors back, for a reservation that timed out."""
+    if not sc.master.startswith("yarn"):
+        return ""
+    queue = sc.getConf().get("spark.yarn.queue", "default")
+    return (f". On YARN the queue '{queue}' (spark.yarn.queue) may have no room for more "
+            "containers, or a container (spark.executor.memory + "
+            "spark.executor.memoryOverhead) may exceed yarn.scheduler.maximum-allocation-mb: "
+            f"the ResourceManager's page of {sc.applicationId} says why containers are pending")
 
 
 def _check_dynamic_allocation(sc, needed: int) -> None:

@@ -518,7 +518,11 @@ Status Coordinator::WaitReserved(std::chrono::milliseconds timeout) {
     if (!nodes_.count(i)) missing += (missing.empty() ? "" : ", ") + std::to_string(i);
   }
   return Status::DeadlineExceeded(
-      "reservation timed out after " + std::to_string(timeout.count() / 1000) + " s: " +
+      "reservation timed out after " +
+      std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::steady_clock::now() - created_)
+                         .count()) +
+      " s: " +
       std::to_string(nodes_.size()) + " of " + std::to_string(options_.num_nodes) +
       " nodes registered; missing executors: " + missing +
       ". Usual causes: fewer executors than num_executors, more than one task slot per "

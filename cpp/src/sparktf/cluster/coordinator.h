@@ -115,6 +115,9 @@ class Coordinator {
 
   CoordinatorOptions options_;
   int port_ = 0;
+  // When registrations opened: a reservation timeout reports the whole wait, however
+  // many WaitReserved calls it took.
+  const std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
   UniqueFd listen_fd_;
   UniqueFd wake_read_, wake_write_;
   std::thread thread_;

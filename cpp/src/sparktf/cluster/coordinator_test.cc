@@ -164,6 +164,10 @@ TEST(CoordinatorTest, ReservationTimeoutNamesMissingExecutors) {
             std::string::npos)
       << st.message();
   EXPECT_NE(st.message().find("task slot per executor"), std::string::npos);
+  // The message reports the whole wait, not the last call's share of it.
+  st = coord->WaitReserved(800ms);
+  EXPECT_NE(st.message().find("reservation timed out after 1 s"), std::string::npos)
+      << st.message();
 }
 
 TEST(CoordinatorTest, DuplicateExecutorIsRefused) {
