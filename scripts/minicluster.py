@@ -78,20 +78,23 @@ def java() -> str:
 class HdfsMiniCluster:
     """A NameNode and `datanodes` DataNodes in one JVM, and with `nodemanagers` > 0 a
     YARN ResourceManager and that many NodeManagers (each offering
-    `nodemanager_memory_mb`, physical-memory checks on) with HDFS as the default FS.
+    `nodemanager_memory_mb`, physical-memory checks on, and `gpus_per_nodemanager` of
+    the resource yarn.io/gpu when > 0: countable, with no devices behind them) with HDFS
+    as the default FS.
     Client configuration goes to `conf_dir` (point HADOOP_CONF_DIR at it). The JVM ends
     when stop() is called, or when this Python process dies (its standard input
     closes)."""
 
     def __init__(self, conf_dir, datanodes: int = 2, data_dir=None,
                  block_size: int = 8 << 20, log=None, nodemanagers: int = 0,
-                 nodemanager_memory_mb: int = 6144):
+                 nodemanager_memory_mb: int = 6144, gpus_per_nodemanager: int = 0):
         self.conf_dir = Path(conf_dir).resolve()
         self.data_dir = Path(data_dir).resolve() if data_dir else self.conf_dir.parent / "data"
         self.datanodes = datanodes
         self.block_size = block_size
         self.nodemanagers = nodemanagers
         self.nodemanager_memory_mb = nodemanager_memory_mb
+        self.gpus_per_nodemanager = gpus_per_nodemanager
         self.log_path = Path(log) if log else self.conf_dir.parent / "minicluster.log"
         self.proc: subprocess.Popen | None = None
         self.info: dict = {}
@@ -120,7 +123,8 @@ class HdfsMiniCluster:
                "--conf-dir", str(self.conf_dir), "--data-dir", str(self.data_dir),
                "--datanodes", str(self.datanodes), "--block-size", str(self.block_size),
                "--nodemanagers", str(self.nodemanagers),
-               "--nodemanager-memory-mb", str(self.nodemanager_memory_mb)]
+               "--nodemanager-memory-mb", str(self.nodemanager_memory_mb),
+               "--gpus-per-nodemanager", str(self.gpus_per_nodemanager)]
         # Containers run $JAVA_HOME/bin/java and see the NodeManagers' HADOOP_CONF_DIR (as
         # on a real cluster: this cluster's client files). MiniYARNCluster keeps its
         # directories under target/ of the working directory.
@@ -236,6 +240,8 @@ def main(argv=None) -> int:
             s.add_argument("--block-size", type=int, default=8 << 20)
             s.add_argument("--nodemanagers", type=int, default=0,
                            help="also start YARN with this many NodeManagers")
+            s.add_argument("--gpus-per-nodemanager", type=int, default=0,
+                           help="declare yarn.io/gpu, this many per NodeManager (no devices)")
         if name in ("ctl", "hdfs"):
             s.add_argument("args", nargs=argparse.REMAINDER)
     a = p.parse_args(argv)
@@ -244,7 +250,8 @@ def main(argv=None) -> int:
         return 0
     if a.cmd == "start":
         c = HdfsMiniCluster(a.conf_dir, a.datanodes, block_size=a.block_size,
-                            nodemanagers=a.nodemanagers).start(detach=True)
+                            nodemanagers=a.nodemanagers,
+                            gpus_per_nodemanager=a.gpus_per_nodemanager).start(detach=True)
         yarn = (f"; YARN up: ResourceManager {c.resourcemanager}, {a.nodemanagers} "
                 f"NodeManagers" if a.nodemanagers else "")
         print(f"HDFS up: {c.url}{yarn} (HADOOP_CONF_DIR={c.conf_dir}); log: {c.log_path}")

@@ -45,9 +45,13 @@ def packed_env(yarn):
                        text=True, timeout=900)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "--archives sparktf-env.tar.gz#env" in p.stdout, p.stdout
-    uri = f"{yarn.url}/envs/sparktf-env.tar.gz"
-    fs.write_bytes(uri, archive.read_bytes())
+    # The README's `hdfs dfs -put sparktf-env.tar.gz /envs/`, with Hadoop's own shell.
+    for cmd in (["-mkdir", "-p", "/envs"], ["-put", "-f", str(archive), "/envs/"]):
+        put = yarn.hdfs(*cmd, capture_output=True, text=True, timeout=300)
+        assert put.returncode == 0, put.stdout + put.stderr
     archive.unlink()
+    uri = f"{yarn.url}/envs/sparktf-env.tar.gz"
+    assert fs.stat(uri).size > 0
     return uri
 
 
@@ -65,7 +69,7 @@ def container_logs(yarn, submit_output: str, tail: int = 40) -> str:
     return "\n".join(out)
 
 
-def submit_command(yarn, deploy_mode, script, *args, archive=None, conf=None):
+def submit_command(yarn, deploy_mode, script, *args, archive=None, conf=None, executors=2):
     """(argv, env) of spark-submit --master yarn as a user runs it. With `archive`, the
     seeds' way: the environment shipped with --archives ARCHIVE#env and used by the
     executors (and by the driver in cluster mode) through
@@ -75,10 +79,11 @@ def submit_command(yarn, deploy_mode, script, *args, archive=None, conf=None):
     env = dict(os.environ, HADOOP_CONF_DIR=str(yarn.conf_dir), TF_CPP_MIN_LOG_LEVEL="3",
                PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""))
     cmd = [os.path.join(bin_dir, "spark-submit"), "--master", "yarn",
-           "--deploy-mode", deploy_mode, "--num-executors", "2", "--executor-cores", "1",
+           "--deploy-mode", deploy_mode, "--num-executors", str(executors), "--executor-cores", "1",
            "--executor-memory", "1g", "--driver-memory", "1g",
            # TF runs in the container too; YARN enforces its limit (README: Memory on YARN)
            "--conf", "spark.executor.memoryOverhead=1g",
+           "--conf", "spark.dynamicAllocation.enabled=false",
            "--conf", "spark.yarn.am.memory=512m", "--conf", "spark.yarn.maxAppAttempts=1",
            "--conf", "spark.ui.showConsoleProgress=false"]
     if archive:
@@ -92,8 +97,10 @@ def submit_command(yarn, deploy_mode, script, *args, archive=None, conf=None):
     return cmd + [str(script), *args], env
 
 
-def spark_submit(yarn, deploy_mode, script, *args, archive=None, conf=None, timeout=1100):
-    cmd, env = submit_command(yarn, deploy_mode, script, *args, archive=archive, conf=conf)
+def spark_submit(yarn, deploy_mode, script, *args, archive=None, conf=None, executors=2,
+                 timeout=1100):
+    cmd, env = submit_command(yarn, deploy_mode, script, *args, archive=archive, conf=conf,
+                              executors=executors)
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
@@ -231,12 +238,45 @@ def test_killing_the_application_leaves_nothing_on_the_nodemanagers(yarn, tmp_pa
             driver.kill()
 
 
+@pytest.mark.timeout(600)
+def test_too_few_executors_and_a_module_missing_from_the_archive_are_explained(yarn,
+                                                                              packed_env):
+    """Submitted with the packed environment and one executor: a two-node cluster fails
+    within its reservation timeout naming the settings (YARN's queue and container size
+    among them); a node whose function imports a module that only the driver has fails
+    naming the module, the container's Python and how to ship the module."""
+    p = spark_submit(yarn, "client", ROOT / "tests" / "yarn_jobs" / "failures.py",
+                     "--reservation-timeout", "15", archive=packed_env, executors=1,
+                     timeout=500)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-4000:]
+    r = job_result(p)
+    print(json.dumps(r, indent=1))
+    few = r["too_few_executors"]
+    assert few["type"] == "InvalidArgument", few
+    assert "num_executors=2 but the cluster has 1 executor(s)" in few["error"], few
+    for setting in ("spark.executor.instances", "spark.yarn.queue",
+                    "spark.executor.memoryOverhead", "yarn.scheduler.maximum-allocation-mb"):
+        assert setting in few["error"], (setting, few)
+    assert re.search(r"page of application_\d+_\d+", few["error"]), few
+    assert 15 <= few["seconds"] < 25, few
+
+    missing = r["missing_module"]
+    assert missing["type"] == "Aborted", missing
+    message = missing["error"]
+    assert "No module named 'sparktf_driver_only_module'" in message, message
+    assert re.search(r"the Python of this node \(\S+/env/bin/python on ", message), message
+    assert "--archives env.tar.gz#env" in message, message
+    assert re.search(r"\(executor 0 on \S+, Spark executor \d+, container_\d+_\d+_\d+_\d+\)",
+                     message), message
+
+
 @pytest.mark.timeout(900)
 def test_spark_mode_training_and_inference_on_yarn(yarn):
     """InputMode.SPARK on YARN: MWMS training fed from an RDD, export to HDFS, then
     inference fed by Spark with exactly one answer per row in order. Every TF process runs
     in its executor's container: in that container's session, which YARN's process tree
-    counts (even once the Python worker that started its agent has ended)."""
+    counts (even once the Python worker that started its agent has ended); so does the
+    chief's TensorBoard (tensorboard=True, logs on HDFS), which answers on its URL."""
     base = f"{yarn.url}/spark-mode"
     p = spark_submit(yarn, "client", ROOT / "tests" / "yarn_jobs" / "spark_mode.py",
                      "--base", base, "--epochs", "8", timeout=800)
@@ -251,3 +291,61 @@ def test_spark_mode_training_and_inference_on_yarn(yarn):
         containers = [n["container"] for n in nodes]
         assert len(set(containers)) == 2 and all(c.startswith("container_") for c in containers)
         assert all(n["session_is_container"] for n in nodes), nodes
+    # The chief's TensorBoard runs in its container's session too, and answers.
+    train = r["where"]["train"]
+    sessions = [n["tensorboard_sessions"] for n in train]
+    assert sorted(len(s) for s in sessions) == [0, 1], train
+    chief = next(n for n in train if n["tensorboard_sessions"])
+    assert chief["tensorboard_sessions"] == [chief["session"]], chief
+    assert r["tensorboard"]["status"] == 200, r["tensorboard"]
+
+
+def rm_application(yarn, app: str) -> dict:
+    """The ResourceManager's REST report of an application."""
+    import urllib.request
+
+    url = f"http://{yarn.info['resourcemanager_webapp']}/ws/v1/cluster/apps/{app}"
+    with urllib.request.urlopen(url, timeout=30) as r:
+        return json.load(r)["app"]
+
+
+@pytest.fixture
+def gpu_yarn():
+    """A YARN of its own whose 2 NodeManagers offer 2 yarn.io/gpu each, scheduled by the
+    Capacity Scheduler's DominantResourceCalculator (the FIFO scheduler of the other tests
+    ignores all but memory)."""
+    from minicluster import HdfsMiniCluster
+
+    cluster = HdfsMiniCluster(TEST_ENV / "gpu-yarn-conf", datanodes=1,
+                              data_dir=TEST_ENV / "gpu-yarn-data",
+                              log=TEST_ENV / "gpu-yarn.log", nodemanagers=2,
+                              gpus_per_nodemanager=2).start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.mark.timeout(600)
+def test_gpus_requested_from_yarn_reach_each_node(gpu_yarn, tmp_path):
+    """Executors that ask for a GPU each (spark.executor.resource.gpu.amount=1, which
+    Spark requests from YARN as yarn.io/gpu) and discover theirs with a script: YARN
+    accounts the GPUs to the application's containers, and each node's TF process sees
+    exactly its task's GPU in CUDA_VISIBLE_DEVICES. (The mini YARN declares yarn.io/gpu
+    as a countable resource: no devices, no isolation, see README: GPUs.)"""
+    script = tmp_path / "discover.sh"
+    script.write_text('#!/bin/sh\necho \'{"name": "gpu", "addresses": ["0", "1"]}\'\n')
+    script.chmod(0o755)
+    p = spark_submit(gpu_yarn, "client", ROOT / "tests" / "yarn_jobs" / "gpus.py",
+                     f"{gpu_yarn.url}/gpus", timeout=500, conf={
+                         "spark.executor.resource.gpu.amount": "1",
+                         "spark.task.resource.gpu.amount": "1",
+                         "spark.executor.resource.gpu.discoveryScript": str(script)})
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-4000:]
+    r = job_result(p)
+    print(json.dumps(r, indent=1))
+    nodes = r["nodes"]
+    assert len(nodes) == 2 and all(n["cuda"] in ("0", "1") for n in nodes), nodes
+    assert len({n["container"] for n in nodes}) == 2, nodes
+    entries = rm_application(gpu_yarn, r["application"])["resourceSecondsMap"]["entry"]
+    seconds = {e["key"]: int(e["value"]) for e in (
+        entries if isinstance(entries, list) else [entries])}
+    assert seconds.get("yarn.io/gpu", 0) > 0, seconds

@@ -103,7 +103,8 @@ public class MiniCluster {
     if (nodemanagers > 0) {
       yarnJson = startYarn(conf, confDir, nodemanagers,
                            Integer.parseInt(opts.getOrDefault("nodemanager-memory-mb", "6144")),
-                           Boolean.parseBoolean(opts.getOrDefault("pmem-check", "true")));
+                           Boolean.parseBoolean(opts.getOrDefault("pmem-check", "true")),
+                           Integer.parseInt(opts.getOrDefault("gpus-per-nodemanager", "0")));
     }
 
     ServerSocket control = new ServerSocket(0, 8, InetAddress.getByName("127.0.0.1"));
@@ -138,9 +139,14 @@ public class MiniCluster {
   // enforced) and `nodemanagers` NodeManagers on this host, sized for a small machine.
   // Writes yarn-site.xml with what a client needs: the ResourceManager's addresses, and
   // none of the test-only settings MiniYARNCluster adds (such as StaticMapping).
+  // With gpusPerNode > 0 the cluster declares the resource type yarn.io/gpu and each
+  // NodeManager offers that many, as a plain countable resource (no GPU plugin, so no
+  // devices and no isolation), scheduled by the Capacity Scheduler with the
+  // DominantResourceCalculator, as GPU clusters are.
   // Returns cluster.json's YARN fields.
   private static String startYarn(Configuration hdfsConf, File confDir, int nodemanagers,
-                                  int nmMemoryMb, boolean pmemCheck) throws Exception {
+                                  int nmMemoryMb, boolean pmemCheck, int gpusPerNode)
+      throws Exception {
     YarnConfiguration conf = new YarnConfiguration(hdfsConf);
     conf.set("fs.defaultFS", hdfsConf.get("fs.defaultFS", "hdfs://127.0.0.1:"
                                           + cluster.getNameNodePort()));
@@ -164,6 +170,31 @@ public class MiniCluster {
     conf.setBoolean(YarnConfiguration.YARN_MINICLUSTER_FIXED_PORTS, false);
     // Otherwise MiniYARNCluster turns the NodeManagers' memory checks off.
     conf.setBoolean(YarnConfiguration.YARN_MINICLUSTER_CONTROL_RESOURCE_MONITORING, true);
+    if (gpusPerNode > 0) {
+      conf.set(YarnConfiguration.RESOURCE_TYPES, "yarn.io/gpu");
+      conf.set(YarnConfiguration.NM_RESOURCES_PREFIX + "yarn.io/gpu",
+               String.valueOf(gpusPerNode));
+      org.apache.hadoop.yarn.util.resource.ResourceUtils.resetResourceTypes(conf);
+      // The FIFO scheduler's DefaultResourceCalculator drops every resource but memory from
+      // requests; GPU clusters schedule with the Capacity Scheduler's
+      // DominantResourceCalculator. Its configuration is read from capacity-scheduler.xml
+      // on the classpath, so one is written next to the data and put there.
+      File csDir = new File(confDir.getAbsoluteFile().getParentFile(), "capacity-scheduler");
+      csDir.mkdirs();
+      writeSite(new File(csDir, "capacity-scheduler.xml"), Map.of(
+          "yarn.scheduler.capacity.root.queues", "default",
+          "yarn.scheduler.capacity.root.default.capacity", "100",
+          "yarn.scheduler.capacity.root.default.maximum-capacity", "100",
+          "yarn.scheduler.capacity.maximum-am-resource-percent", "0.5",
+          "yarn.scheduler.capacity.resource-calculator",
+          "org.apache.hadoop.yarn.util.resource.DominantResourceCalculator"));
+      ClassLoader withCs = new java.net.URLClassLoader(
+          new java.net.URL[] {csDir.toURI().toURL()}, conf.getClassLoader());
+      Thread.currentThread().setContextClassLoader(withCs);
+      conf.setClassLoader(withCs);
+      conf.set(YarnConfiguration.RM_SCHEDULER,
+               "org.apache.hadoop.yarn.server.resourcemanager.scheduler.capacity.CapacityScheduler");
+    }
     yarn = new MiniYARNCluster("sparktf-yarn", nodemanagers, 1, 1);
     yarn.init(conf);
     yarn.start();
@@ -181,6 +212,7 @@ public class MiniCluster {
     }
     site.put(YarnConfiguration.RM_SCHEDULER_MINIMUM_ALLOCATION_MB, "128");
     site.put(YarnConfiguration.RM_SCHEDULER_MAXIMUM_ALLOCATION_MB, String.valueOf(nmMemoryMb));
+    if (gpusPerNode > 0) site.put(YarnConfiguration.RESOURCE_TYPES, "yarn.io/gpu");
     writeSite(new File(confDir, "yarn-site.xml"), site);
     return ", \"resourcemanager\": \"" + live.get(YarnConfiguration.RM_ADDRESS)
         + "\", \"resourcemanager_webapp\": \"" + live.get(YarnConfiguration.RM_WEBAPP_ADDRESS)

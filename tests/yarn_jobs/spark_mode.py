@@ -1,7 +1,8 @@
 """A job for tests/test_yarn.py: InputMode.SPARK on YARN. A 2-worker MultiWorkerMirrored
 Keras model trains on scikit-learn's digits fed from an RDD, the chief exports it to
 HDFS; a second cluster loads it and answers cluster.inference for the held-out digits.
-Every node records where it runs (container, session, ancestors) to HDFS. Prints a JSON
+Every node records where it runs (container, session, ancestors, the sessions of the
+TensorBoard its agent started: the chief runs one) to HDFS. Prints a JSON
 line starting with RESULT."""
 
 import argparse
@@ -32,9 +33,49 @@ def where_am_i(ctx, out_uri):
         with open(f"/proc/{pid}/stat") as f:
             pid = int(f.read().rsplit(")", 1)[1].split()[1])
     info = {"container": container, "host": socket.gethostname(), "pid": os.getpid(),
+            "session": sid,
             "session_is_container": bool(container) and container in leader,
-            "ancestors": ancestors, "job_name": ctx.job_name, "task_index": ctx.task_index}
+            "ancestors": ancestors, "job_name": ctx.job_name, "task_index": ctx.task_index,
+            "tensorboard_sessions": tensorboard_sessions(os.getppid(), ctx.is_chief)}
     fs.write_bytes(f"{out_uri}/{ctx.executor_id}.json", json.dumps(info).encode())
+
+
+def tensorboard_sessions(agent_pid, expected, wait=30.0):
+    """Session ids of the TensorBoard processes that this node's agent started (waiting up
+    to `wait` s for one where one is `expected`)."""
+    import os
+
+    deadline = time.monotonic() + wait
+    while True:
+        found = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    cmdline = f.read()
+                if ppid == agent_pid and b"tensorboard" in cmdline:
+                    found.append(os.getsid(int(pid)))
+            except OSError:
+                continue
+        if found or not expected or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.5)
+
+
+def fetch(url, wait=60.0):
+    """HTTP status of `url`, retried while TensorBoard starts."""
+    import urllib.request
+
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=10) as r:
+                return r.status
+        except OSError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(1)
 
 
 def train(args, ctx):
@@ -44,11 +85,12 @@ def train(args, ctx):
     import tensorflow as tf
 
     where_am_i(ctx, args["where"] + "/train")
+    tf.keras.utils.set_random_seed(0)
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
     dist = strategy.distribute_datasets_from_function(lambda _: ctx.dataset(args["batch"]))
     with strategy.scope():
         model = tf.keras.Sequential([tf.keras.Input((64,)),
-                                     tf.keras.layers.Dense(32, activation="relu"),
+                                     tf.keras.layers.Dense(64, activation="relu"),
                                      tf.keras.layers.Dense(10)])
         model.compile(optimizer=tf.keras.optimizers.Adam(0.01),
                       loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
@@ -89,7 +131,10 @@ def main():
     tx, ty = x[1500:], y[1500:]
     args = {"batch": 32, "where": f"{a.base}/where", "export": f"{a.base}/export"}
     t0 = time.monotonic()
-    cluster = TFCluster.run(sc, train, args, 2, input_mode=TFCluster.InputMode.SPARK)
+    cluster = TFCluster.run(sc, train, args, 2, input_mode=TFCluster.InputMode.SPARK,
+                            tensorboard=True, log_dir=f"{a.base}/tensorboard")
+    tensorboard = {"url": cluster.tensorboard_url()}
+    tensorboard["status"] = fetch(tensorboard["url"]) if tensorboard["url"] else None
     cluster.train(sc.parallelize(list(zip(x[:1500].tolist(), y[:1500].tolist())), 4),
                   num_epochs=a.epochs)
     cluster.shutdown(timeout=600)
@@ -102,7 +147,7 @@ def main():
         fs.glob(f"{a.base}/where/{stage}/*.json"))] for stage in ("train", "infer")}
     result = {"trained_seconds": trained, "predictions": len(predictions),
               "test_rows": len(tx), "accuracy": float((np.asarray(predictions) == ty).mean()),
-              "where": where}
+              "where": where, "tensorboard": tensorboard}
     print("RESULT " + json.dumps(result), flush=True)
     spark.stop()
 
