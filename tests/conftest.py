@@ -101,3 +101,12 @@ def store(request, tmp_path):
         return f"hdfs:///tmp/{name}"
     server = request.getfixturevalue("s3")
     return f"s3://{server.bucket}/{name}"
+
+
+def free_port() -> int:
+    """A TCP port that was free a moment ago (the kernel's pick, outside any fixed range)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

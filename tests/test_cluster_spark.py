@@ -199,6 +199,37 @@ def test_killed_node_process_aborts_the_cluster(spark, tmp_path):
     assert wait_no_node_processes() == []
 
 
+def tcp_listeners() -> set:
+    """(IPv4 address, port) of every listening TCP socket on this machine."""
+    import socket
+    import struct
+
+    out = set()
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            if state == "0A":  # LISTEN
+                ip, port = local.split(":")
+                out.add((socket.inet_ntoa(struct.pack("<I", int(ip, 16))), int(port, 16)))
+    return out
+
+
+def test_coordinator_listens_on_the_drivers_address_only(spark, tmp_path):
+    """Where executors are told to connect (spark.driver.host), not on every interface."""
+    import socket
+
+    cluster = TFCluster.run(spark.sparkContext, cluster_funs.roles, str(tmp_path), 2,
+                            reservation_timeout=120)
+    try:
+        host, port = cluster._coordinator_address.rsplit(":", 1)
+        assert host == spark.sparkContext.getConf().get("spark.driver.host")
+        listening = tcp_listeners()
+        assert (socket.gethostbyname(host), int(port)) in listening, listening
+        assert ("0.0.0.0", int(port)) not in listening
+    finally:
+        cluster.shutdown(timeout=120)
+
+
 def test_more_executors_than_exist_is_a_clear_error(spark):
     t0 = time.monotonic()
     with pytest.raises(ValueError, match=r"num_executors=6 but the cluster has 4 executor"):

@@ -105,6 +105,34 @@ def test_wrong_result_count_is_a_clear_error(spark, clean_after):
         cluster.shutdown(timeout=60)
 
 
+def _listed_names() -> str:
+    """What every local user can list: shm segment names and Unix socket paths."""
+    with open("/proc/net/unix") as f:
+        sockets = [fields[7] for fields in map(str.split, f.readlines()[1:])
+                   if len(fields) > 7]
+    return "\n".join(os.listdir("/dev/shm") + sockets)
+
+
+def test_no_part_of_the_token_names_what_others_can_list(spark, tmp_path, clean_after):
+    """The rings in /dev/shm and the agents' abstract sockets in /proc/net/unix are named by
+    a random cluster id: no 8 consecutive hex digits of the cluster's secret token appear
+    there (they once were the token's first 16)."""
+    sc = spark.sparkContext
+    cluster = TFCluster.run(sc, feed_funs.count_rows, {"out": str(tmp_path)}, 2,
+                            input_mode=SPARK)
+    try:
+        cluster_id, token = cluster._feed_cluster_id, cluster._token
+        deadline = time.monotonic() + 30
+        while _listed_names().count(f"sparktf-{cluster_id}-") < 4:  # 2 rings, 2 sockets
+            assert time.monotonic() < deadline, _listed_names()
+            time.sleep(0.2)
+        listed = _listed_names()
+        assert not [token[i:i + 8] for i in range(len(token) - 7) if token[i:i + 8] in listed]
+    finally:
+        cluster.train(sc.parallelize([(1.0, 2.0)], 1))
+        cluster.shutdown(timeout=120)
+
+
 def test_consumer_exception_fails_feeding_fast(spark, clean_after):
     sc = spark.sparkContext
     cluster = TFCluster.run(sc, feed_funs.fail_after, {"batches": 2}, 2, input_mode=SPARK)

@@ -7,6 +7,8 @@ import subprocess
 import sys
 import time
 
+from conftest import free_port
+
 SPARKTF = shutil.which("sparktf", path=os.path.dirname(sys.executable)) or "sparktf"
 
 WRITE_TF_CONFIG = (
@@ -48,7 +50,7 @@ def test_launch_fails_fast_and_kills_the_rest(tmp_path):
 
 def test_launch_across_two_launchers_sharing_a_coordinator(tmp_path):
     token = tmp_path / "token"
-    port = 20000 + os.getpid() % 20000
+    port = free_port()
     host = subprocess.Popen(
         [SPARKTF, "launch", "-n", "2", "--coordinator", f"127.0.0.1:{port}",
          "--host-coordinator", "--local", "1", "--token-file", str(token), "--",
@@ -69,7 +71,7 @@ def test_launch_across_two_launchers_sharing_a_coordinator(tmp_path):
 
 
 def test_joining_with_a_wrong_token_is_refused(tmp_path):
-    port = 20000 + (os.getpid() + 7) % 20000
+    port = free_port()
     host = subprocess.Popen(
         [SPARKTF, "launch", "-n", "1", "--coordinator", f"127.0.0.1:{port}",
          "--host-coordinator", "--local", "0", "--reservation-timeout", "5", "--", "true"],

@@ -6,6 +6,7 @@ import os
 
 import numpy as np
 import pytest
+from conftest import free_port
 
 pytestmark = [pytest.mark.storage, pytest.mark.tensorflow]
 
@@ -327,13 +328,6 @@ def test_namenode_stopping_mid_training_fails_the_cluster_naming_hdfs(spark, hdf
     assert last["epoch"] < epochs_before + 20  # it stopped soon after
 
 
-def _free_port():
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def test_tensorboard_serves_scalars_from_hdfs(tf, hdfs):
     """`sparktf tensorboard --logdir hdfs://...` serves the loss of event files on HDFS,
@@ -369,7 +363,7 @@ def test_tensorboard_serves_scalars_from_hdfs(tf, hdfs):
 
     logdir = f"hdfs:///tmp/tb-{uuid.uuid4().hex[:8]}"
     write_run(f"{logdir}/train", [1.0, 0.5, 0.25])
-    port = _free_port()
+    port = free_port()
     sparktf_cli = os.path.join(os.path.dirname(sys.executable), "sparktf")
     tb = subprocess.Popen([sparktf_cli, "tensorboard", "--logdir", logdir, "--port", str(port),
                            "--host", "127.0.0.1", "--reload_interval", "1"],

@@ -66,6 +66,12 @@ def _driver_host(sc) -> str:
     return socket.gethostbyname(socket.gethostname())
 
 
+def _driver_bind_address(sc) -> str:
+    """Where the coordinator listens: Spark's own choice for the driver
+    (spark.driver.bindAddress, else the address executors are told, spark.driver.host)."""
+    return sc.getConf().get("spark.driver.bindAddress", None) or _driver_host(sc)
+
+
 def _task_slots(sc) -> tuple[int, int]:
     """(executors, task slots) currently registered with the driver: the slots Spark's own
     check of a barrier stage counts (not sc.defaultParallelism, which is at least 2 and
@@ -306,7 +312,7 @@ class TFCluster:
 
     def __init__(self, sc, coordinator, job_thread, job_group: str, cluster_info: dict,
                  input_mode: int, log_dir: str | None, token: str = "",
-                 queues: list | None = None):
+                 queues: list | None = None, feed_cluster_id: str = ""):
         self.sc = sc
         self._coordinator = coordinator
         self._job = job_thread
@@ -317,7 +323,7 @@ class TFCluster:
         self._closed = False
         self._token = token
         self._coordinator_address = ""
-        self._feed_cluster_id = token[:16]
+        self._feed_cluster_id = feed_cluster_id
         self._queues = [q for q in (queues or ["input"]) if q not in ("output", "error")]
         self.dropped_records = 0
 
@@ -564,8 +570,13 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
     _wait_for_slots(sc, num_executors, min(float(reservation_timeout), DEFAULT_SLOT_WAIT))
 
     token = secrets.token_hex(16)
+    # Names what others can see (shm rings and abstract sockets, which every local user can
+    # list; the Spark job group): random, and unrelated to the token.
+    cluster_id = secrets.token_hex(8)
+    feed_cluster_id = cluster_id if input_mode == InputMode.SPARK else ""
     coordinator = _native.Coordinator(num_executors, token, int(num_ps), master_node or "",
-                                      bool(eval_node), "0.0.0.0", 0, float(heartbeat_timeout))
+                                      bool(eval_node), _driver_bind_address(sc), 0,
+                                      float(heartbeat_timeout))
     default_fs = sc._jsc.hadoopConfiguration().get("fs.defaultFS") or "file://"
     if default_fs == "file:///":
         default_fs = "file://"
@@ -577,10 +588,10 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
         "payload": cloudpickle.dumps((map_fun, tf_args, {"release_port": bool(release_port),
                                                          "defaultFS": default_fs,
                                                          "queues": list(queues or ["input"])})),
-        "feed_cluster_id": token[:16] if input_mode == InputMode.SPARK else None,
+        "feed_cluster_id": feed_cluster_id or None,
     }
     nodes = sc.parallelize(range(num_executors), num_executors)
-    group = f"sparktf-{token[:8]}"
+    group = f"sparktf-{cluster_id}"
     job = _JobThread(sc, lambda: nodes.barrier().mapPartitions(_node_task(meta)).collect(),
                      group)
     t0 = time.monotonic()
@@ -588,7 +599,8 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
     logger.info("sparktf: coordinator %s waiting for %d nodes", meta["coordinator"],
                 num_executors)
     deadline = t0 + float(reservation_timeout)
-    cluster = TFCluster(sc, coordinator, job, group, {}, input_mode, log_dir, token, queues)
+    cluster = TFCluster(sc, coordinator, job, group, {}, input_mode, log_dir, token, queues,
+                        feed_cluster_id)
     cluster._coordinator_address = meta["coordinator"]
     while True:
         try:
