@@ -14,7 +14,7 @@ def ctx_for(num_workers, index, chief=False):
         spec["chief"] = ["h:0"]
     job, task = ("chief", 0) if chief and index == 0 else ("worker", index - (1 if chief else 0))
     return types.SimpleNamespace(num_workers=num_workers, job_name=job, task_index=task,
-                                 cluster_spec=spec)
+                                 cluster_spec=spec, feed_index=index)
 
 
 @pytest.fixture(scope="module")

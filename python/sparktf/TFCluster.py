@@ -353,9 +353,8 @@ class TFCluster:
                                          "this cluster runs with InputMode.TENSORFLOW")
         if self._closed:
             raise errors.InvalidArgument("the cluster is shut down")
-        nodes = [n for n in self.status()["nodes"] if n["job_name"] not in ("ps", "evaluator")]
-        order = {"chief": 0, "master": 0, "worker": 1}
-        nodes.sort(key=lambda n: (order.get(n["job_name"], 2), n["task_index"]))
+        nodes = sorted((n for n in self.status()["nodes"] if n["fed"]),
+                       key=lambda n: n["feed_index"])
         targets = [{k: n[k] for k in ("executor_id", "host", "feed_port", "job_name",
                                       "task_index")} for n in nodes]
         if qname not in self._queues:

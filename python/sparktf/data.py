@@ -29,10 +29,7 @@ def shard_files(files: Sequence[str], num_workers: int, index: int):
 
 def worker_index(ctx) -> int:
     """Position of this node among the training workers (chief first)."""
-    if ctx.job_name in ("chief", "master"):
-        return 0
-    has_chief = "chief" in ctx.cluster_spec or "master" in ctx.cluster_spec
-    return ctx.task_index + (1 if has_chief else 0)
+    return ctx.feed_index
 
 
 def tfrecord_dataset(paths, ctx, compression: str | None = None, **kwargs):

@@ -33,7 +33,7 @@ def _open_feeds(ctx, queues) -> None:
     """Creates this worker's input rings before map_fun runs, so feeding
     tasks can fill them while TensorFlow starts."""
     cluster_id = os.environ.get("SPARKTF_FEED_CLUSTER_ID")
-    if not cluster_id or ctx.job_name in ("ps", "evaluator"):
+    if not cluster_id or not ctx._fed:
         return
     from sparktf import _native
 
@@ -127,6 +127,9 @@ class NodeContext:
     task_index    index within its job
     cluster_spec  {job: [host:port, ...]} for every job
     num_workers   workers plus the chief/master
+    is_chief      writes exports and summaries (decided by the coordinator)
+    feed_index    position among the training workers, chief first (-1 for ps and
+                  evaluator): which share of the files or partitions this node gets
     defaultFS     the cluster's default file system URI ('file://' locally)
     working_dir   the node's working directory
     """
@@ -143,6 +146,10 @@ class NodeContext:
         self.task_index = int(info["task_index"])
         self.cluster_spec = info["cluster_spec"]
         self.num_workers = int(info["num_workers"])
+        # The coordinator's rules (cluster/tensorflow_roles.h), read, never re-derived.
+        self.is_chief = bool(info.get("is_chief", False))
+        self.feed_index = int(info.get("feed_index", -1))
+        self._fed = bool(info.get("fed", False))
         self.defaultFS = defaultFS
         self.working_dir = working_dir or os.getcwd()
         self._port_fd = int(os.environ.get("SPARKTF_PORT_FD", "-1"))
@@ -156,15 +163,6 @@ class NodeContext:
         if not info:
             raise RuntimeError("not running under a sparktf node agent (no SPARKTF_CLUSTER_INFO)")
         return cls(json.loads(info), defaultFS=defaultFS)
-
-    @property
-    def is_chief(self) -> bool:
-        """The node that writes exports and summaries: the chief/master, or
-        worker 0 when there is none."""
-        if self.job_name in ("chief", "master"):
-            return True
-        has_chief = "chief" in self.cluster_spec or "master" in self.cluster_spec
-        return self.job_name == "worker" and self.task_index == 0 and not has_chief
 
     def absolute_path(self, path: str) -> str:
         """A fully qualified URI for `path`, as TFoS's ctx.absolute_path resolves it:

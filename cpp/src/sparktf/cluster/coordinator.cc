@@ -5,14 +5,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
-#include <nlohmann/json.hpp>
-#include <set>
 
 namespace sparktf::cluster {
 
-using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 struct Coordinator::Conn {
@@ -22,14 +18,24 @@ struct Coordinator::Conn {
   std::string out;
   bool authenticated = false;
   bool closing = false;  // close once `out` is flushed
-  int executor_id = -1;  // set by REGISTER: this is a node agent
-  bool awaiting_cluster = false;
   Clock::time_point opened;
   explicit Conn(size_t max_frame) : decoder(max_frame) {}
 };
 
+namespace {
 
-Coordinator::Coordinator(const CoordinatorOptions& options) : options_(options) {}
+ClusterOptions StateOptions(const CoordinatorOptions& o) {
+  ClusterOptions c;
+  c.num_nodes = o.num_nodes;
+  c.roles = {o.num_ps, o.master_node, o.eval_node};
+  c.heartbeat_timeout = o.heartbeat_timeout;
+  return c;
+}
+
+}  // namespace
+
+Coordinator::Coordinator(const CoordinatorOptions& options)
+    : options_(options), state_(StateOptions(options), Clock::now()) {}
 
 Result<std::unique_ptr<Coordinator>> Coordinator::Start(const CoordinatorOptions& options) {
   if (options.num_nodes <= 0) {
@@ -86,6 +92,21 @@ void Coordinator::Wake() {
   if (wake_write_.valid()) (void)!::write(wake_write_.get(), &b, 1);
 }
 
+void Coordinator::Apply(Effects& fx) {
+  for (const auto& m : fx.messages) {
+    auto it = conns_.find(m.conn);
+    if (it != conns_.end() && it->second->fd.valid()) {
+      AppendFrame(m.type, m.payload, &it->second->out);
+    }
+  }
+  for (int id : fx.close) {
+    auto it = conns_.find(id);
+    if (it != conns_.end()) it->second->closing = true;
+  }
+  fx = Effects{};
+  cv_.notify_all();
+}
+
 void Coordinator::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   std::vector<pollfd> fds;
@@ -120,26 +141,17 @@ void Coordinator::Loop() {
       if (re & (POLLIN | POLLHUP | POLLERR)) ReadFrom(c);
       if (conns_.count(ids[i]) && (re & POLLOUT)) Flush(c);
     }
-    // Flush what handlers queued for connections that were not polled for output.
-    for (auto it = conns_.begin(); it != conns_.end();) {
-      Conn& c = *it->second;
-      if (!c.out.empty()) Flush(c);
-      if (c.closing && c.out.empty()) {
-        ++it;
-        CloseConn(c);
-      } else {
-        ++it;
-      }
+    CheckHelloTimeouts();
+    Effects fx;
+    state_.OnTick(Clock::now(), &fx);
+    Apply(fx);
+    // Flush what was queued for connections that were not polled for output; close
+    // those whose last words are out.
+    for (auto& [id, c] : conns_) {
+      if (!c->out.empty()) Flush(*c);
+      if (c->closing && c->out.empty()) CloseConn(*c);
     }
-    for (auto it = conns_.begin(); it != conns_.end();) {
-      if (!it->second->fd.valid()) {
-        it = conns_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    CheckTimeouts();
-    UpdateCompletion();
+    std::erase_if(conns_, [](const auto& kv) { return !kv.second->fd.valid(); });
   }
 }
 
@@ -187,10 +199,12 @@ void Coordinator::ReadFrom(Conn& c) {
         return;
       }
       c.authenticated = true;
-      Send(c, MessageType::kWelcome, "{}");
+      AppendFrame(MessageType::kWelcome, "{}", &c.out);
       continue;
     }
-    Handle(c, f);
+    Effects fx;
+    state_.OnFrame(c.id, f, Clock::now(), &fx);
+    Apply(fx);
   }
   if (peer_closed) CloseConn(c);
 }
@@ -209,284 +223,23 @@ void Coordinator::Flush(Conn& c) {
   }
 }
 
-void Coordinator::Send(Conn& c, MessageType type, const std::string& payload) {
-  AppendFrame(type, payload, &c.out);
-}
-
 void Coordinator::Reject(Conn& c, const Status& why) {
-  ++rejected_;
-  Send(c, MessageType::kError, ErrorPayload(why));
+  state_.CountRejection();
+  AppendFrame(MessageType::kError, ErrorPayload(why), &c.out);
   c.closing = true;
 }
 
 void Coordinator::CloseConn(Conn& c) {
   if (!c.fd.valid()) return;
   c.fd.Reset();
-  if (c.executor_id < 0) return;
-  auto it = nodes_.find(c.executor_id);
-  if (it == nodes_.end() || it->second.conn != c.id) return;
-  NodeState& n = it->second;
-  n.conn = -1;
-  if (n.phase == NodeState::kExited) return;
-  n.phase = NodeState::kLost;
-  if (reserved_) {
-    AbortLocked(Describe(n) + " was lost: its agent's connection closed without an exit "
-                "report (process killed, executor lost, or host down)");
-  }
-  cv_.notify_all();
+  c.out.clear();
+  Effects fx;
+  state_.OnClosed(c.id, &fx);
+  Apply(fx);
+  Wake();  // what the close caused (ABORT to the others) goes out at once
 }
 
-std::string Coordinator::Describe(const NodeState& n) const {
-  std::string role = n.job_name.empty() ? "node" : n.job_name + ":" + std::to_string(n.task_index);
-  std::string where = "executor " + std::to_string(n.executor_id) + " on " + n.host;
-  if (!n.spark_executor.empty()) where += ", Spark executor " + n.spark_executor;
-  if (!n.container.empty()) where += ", " + n.container;
-  return role + " (" + where + ")";
-}
-
-void Coordinator::Handle(Conn& c, const Frame& f) {
-  switch (f.type) {
-    case MessageType::kRegister: return HandleRegister(c, f.payload);
-    case MessageType::kAwaitCluster:
-      if (c.executor_id < 0) return Reject(c, Status::InvalidArgument("register first"));
-      if (reserved_) {
-        Send(c, MessageType::kClusterSpec, ClusterSpecFor(nodes_.at(c.executor_id)));
-      } else {
-        c.awaiting_cluster = true;
-      }
-      return;
-    case MessageType::kHeartbeat: {
-      if (c.executor_id < 0) return;
-      NodeState& n = nodes_.at(c.executor_id);
-      n.last_seen = Clock::now();
-      json j = json::parse(f.payload, nullptr, false);
-      if (j.is_object() && j.value("state", "") == "running") {
-        if (j.contains("tensorboard") && j["tensorboard"].is_string()) {
-          n.tensorboard = j["tensorboard"].get<std::string>();
-        }
-        if (n.phase == NodeState::kRegistered) {
-          n.phase = NodeState::kRunning;
-          cv_.notify_all();
-        }
-      }
-      return;
-    }
-    case MessageType::kReportExit: return HandleExit(c, f.payload);
-    case MessageType::kBarrier: return HandleBarrier(c, f.payload);
-    case MessageType::kFeedSync: return HandleFeedSync(c, f.payload);
-    case MessageType::kGetStatus: return Send(c, MessageType::kStatus, StatusJsonLocked());
-    default:
-      return Reject(c, Status::InvalidArgument("unexpected message " +
-                                               std::string(MessageTypeName(f.type))));
-  }
-}
-
-void Coordinator::HandleRegister(Conn& c, const std::string& payload) {
-  json j = json::parse(payload, nullptr, false);
-  if (!j.is_object() || !j.contains("executor_id") || !j["executor_id"].is_number_integer() ||
-      !j.contains("host") || !j["host"].is_string() || !j.contains("port") ||
-      !j["port"].is_number_integer()) {
-    return Reject(c, Status::InvalidArgument("REGISTER needs executor_id, host and port"));
-  }
-  const int id = j["executor_id"].get<int>();
-  if (id < 0 || id >= options_.num_nodes) {
-    return Reject(c, Status::InvalidArgument("executor_id " + std::to_string(id) +
-                                             " is outside 0.." +
-                                             std::to_string(options_.num_nodes - 1)));
-  }
-  if (reserved_) {
-    return Reject(c, Status::Aborted("executor " + std::to_string(id) +
-                                     " registered after the cluster was formed (a retried "
-                                     "task?); the cluster must be restarted"));
-  }
-  auto it = nodes_.find(id);
-  if (it != nodes_.end() && it->second.conn >= 0) {
-    return Reject(c, Status::InvalidArgument(
-                         "executor " + std::to_string(id) +
-                         " registered twice (more than one task slot per executor?)"));
-  }
-  NodeState n;
-  n.executor_id = id;
-  n.host = j["host"].get<std::string>();
-  n.port = j["port"].get<int>();
-  n.pid = j.value("pid", 0);
-  auto optional_string = [&j](const char* key) {
-    return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
-  };
-  n.spark_executor = optional_string("spark_executor");
-  n.container = optional_string("container");
-  n.gpus = j.contains("gpus") ? j["gpus"].dump() : "[]";
-  n.feed_port = j.contains("feed_port") && j["feed_port"].is_number_integer() ? j["feed_port"].get<int>() : 0;
-  n.conn = c.id;
-  n.last_seen = Clock::now();
-  nodes_[id] = std::move(n);
-  c.executor_id = id;
-  Send(c, MessageType::kRegistered,
-       json{{"num_nodes", options_.num_nodes}, {"registered", nodes_.size()}}.dump());
-  if (static_cast<int>(nodes_.size()) == options_.num_nodes) AssignRoles();
-  cv_.notify_all();
-}
-
-void Coordinator::AssignRoles() {
-  int i = 0, workers = 0;
-  bool chief = options_.master_node.empty(), evaluator = !options_.eval_node;
-  json spec = json::object();
-  for (auto& [id, n] : nodes_) {  // ordered by executor id
-    if (i < options_.num_ps) {
-      n.job_name = "ps";
-      n.task_index = i;
-    } else if (!chief) {
-      n.job_name = options_.master_node;
-      n.task_index = 0;
-      chief = true;
-    } else if (!evaluator) {
-      n.job_name = "evaluator";
-      n.task_index = 0;
-      evaluator = true;
-    } else {
-      n.job_name = "worker";
-      n.task_index = workers++;
-    }
-    n.worker_num = i++;
-    spec[n.job_name].push_back(n.host + ":" + std::to_string(n.port));
-  }
-  cluster_spec_ = spec.dump();
-  reserved_ = true;
-  for (auto& [cid, c] : conns_) {
-    if (c->awaiting_cluster && c->executor_id >= 0) {
-      Send(*c, MessageType::kClusterSpec, ClusterSpecFor(nodes_.at(c->executor_id)));
-      c->awaiting_cluster = false;
-    }
-  }
-}
-
-std::string Coordinator::ClusterSpecFor(const NodeState& n) const {
-  json spec = json::parse(cluster_spec_);
-  json tf_cluster = spec;
-  tf_cluster.erase("evaluator");  // TensorFlow wants the evaluator outside the cluster
-  int num_workers = 0;
-  for (const char* job : {"worker", "chief", "master"}) {
-    if (spec.contains(job)) num_workers += static_cast<int>(spec[job].size());
-  }
-  json tf_config = {{"cluster", tf_cluster},
-                    {"task", {{"type", n.job_name}, {"index", n.task_index}}},
-                    {"environment", "cloud"}};
-  return json{{"cluster_spec", spec},
-              {"job_name", n.job_name},
-              {"task_index", n.task_index},
-              {"worker_num", n.worker_num},
-              {"executor_id", n.executor_id},
-              {"num_workers", num_workers},
-              {"num_nodes", options_.num_nodes},
-              {"tf_config", tf_config.dump()}}
-      .dump();
-}
-
-void Coordinator::HandleExit(Conn& c, const std::string& payload) {
-  if (c.executor_id < 0) return Reject(c, Status::InvalidArgument("register first"));
-  json j = json::parse(payload, nullptr, false);
-  if (!j.is_object()) return Reject(c, Status::InvalidArgument("REPORT_EXIT needs a JSON object"));
-  NodeState& n = nodes_.at(c.executor_id);
-  n.phase = NodeState::kExited;
-  n.exit_code = j.value("exit_code", -1);
-  n.signal = j.value("signal", 0);
-  n.stopped = j.value("stopped", false);
-  n.traceback = j.value("traceback", "");
-  n.stderr_tail = j.value("stderr_tail", "");
-  n.reason = j.contains("reason") && j["reason"].is_string() ? j["reason"].get<std::string>() : "";
-  Send(c, MessageType::kReportAck, "{}");
-  const bool failed = !n.stopped && (n.exit_code != 0 || n.signal != 0);
-  if (failed) {
-    std::string why = Describe(n) + " failed with " +
-                      (n.signal ? "signal " + std::to_string(n.signal)
-                                : "exit code " + std::to_string(n.exit_code));
-    if (!n.traceback.empty()) {
-      why += ":\n" + n.traceback;
-    } else if (!n.stderr_tail.empty()) {
-      why += "; last lines of its stderr:\n" + n.stderr_tail;
-    }
-    AbortLocked(why);
-  }
-  cv_.notify_all();
-}
-
-void Coordinator::HandleBarrier(Conn& c, const std::string& payload) {
-  json j = json::parse(payload, nullptr, false);
-  if (!j.is_object() || !j.contains("name") || !j["name"].is_string() ||
-      !j.contains("executor_id") || !j["executor_id"].is_number_integer()) {
-    return Reject(c, Status::InvalidArgument("BARRIER needs name and executor_id"));
-  }
-  if (aborted_) return Reject(c, Status::Aborted("cluster aborted: " + abort_reason_));
-  const std::string name = j["name"].get<std::string>();
-  auto& arrived = barrier_arrivals_[name];
-  const int eid = j["executor_id"].get<int>();
-  if (std::find(arrived.begin(), arrived.end(), eid) == arrived.end()) arrived.push_back(eid);
-  barriers_[name].push_back(c.id);
-  const int need = j.value("count", options_.num_nodes);
-  if (static_cast<int>(arrived.size()) >= need) {
-    for (int cid : barriers_[name]) {
-      auto it = conns_.find(cid);
-      if (it != conns_.end()) Send(*it->second, MessageType::kBarrierDone, json{{"name", name}}.dump());
-    }
-    barriers_.erase(name);
-    barrier_arrivals_.erase(name);
-  }
-}
-
-void Coordinator::AbortLocked(const std::string& reason) {
-  if (aborted_) return;
-  aborted_ = true;
-  abort_reason_ = reason;
-  const std::string payload = json{{"reason", reason}}.dump();
-  for (auto& [id, c] : conns_) {
-    if (c->executor_id >= 0 && c->fd.valid()) Send(*c, MessageType::kAbort, payload);
-    for (auto& [name, waiting] : barriers_) {
-      if (std::find(waiting.begin(), waiting.end(), id) != waiting.end()) {
-        Send(*c, MessageType::kError, ErrorPayload(Status::Aborted("cluster aborted: " + reason)));
-      }
-    }
-  }
-  barriers_.clear();
-  Wake();
-  cv_.notify_all();
-}
-
-void Coordinator::Abort(const std::string& reason) {
-  std::lock_guard<std::mutex> lock(mu_);
-  AbortLocked(reason);
-}
-
-// Nodes that serve until told to stop: ps and evaluator, and with
-// ParameterServerStrategy (ps nodes plus a chief) the workers too, which are
-// servers that the chief drives.
-bool Coordinator::IsServiceRole(const std::string& job) const {
-  if (job == "ps" || job == "evaluator") return true;
-  return job == "worker" && options_.num_ps > 0 && !options_.master_node.empty();
-}
-
-void Coordinator::UpdateCompletion() {
-  if (!reserved_ || finished_) return;
-  bool workers_done = true, all_done = true;
-  for (const auto& [id, n] : nodes_) {
-    const bool done = n.phase == NodeState::kExited || n.phase == NodeState::kLost;
-    all_done = all_done && done;
-    if (!IsServiceRole(n.job_name)) workers_done = workers_done && done;
-  }
-  if (workers_done && !services_stopping_ && !all_done) {
-    services_stopping_ = true;
-    for (auto& [id, n] : nodes_) {
-      if (!IsServiceRole(n.job_name) || n.conn < 0) continue;
-      auto it = conns_.find(n.conn);
-      if (it != conns_.end()) Send(*it->second, MessageType::kStop, "{}");
-    }
-  }
-  if (all_done) {
-    finished_ = true;
-    cv_.notify_all();
-  }
-}
-
-void Coordinator::CheckTimeouts() {
+void Coordinator::CheckHelloTimeouts() {
   const auto now = Clock::now();
   for (auto& [id, c] : conns_) {
     if (!c->authenticated && !c->closing && now - c->opened > options_.hello_timeout) {
@@ -494,131 +247,51 @@ void Coordinator::CheckTimeouts() {
                                           std::to_string(options_.hello_timeout.count()) + " ms"));
     }
   }
-  for (auto& [id, n] : nodes_) {
-    if ((n.phase == NodeState::kRegistered || n.phase == NodeState::kRunning) && n.conn >= 0 &&
-        now - n.last_seen > options_.heartbeat_timeout) {
-      n.phase = NodeState::kLost;
-      auto it = conns_.find(n.conn);
-      if (it != conns_.end()) it->second->closing = true;
-      n.conn = -1;
-      AbortLocked(Describe(n) + " sent no heartbeat for " +
-                  std::to_string(options_.heartbeat_timeout.count() / 1000) +
-                  " s (hung, or its host is overloaded)");
-    }
-  }
+}
+
+void Coordinator::Abort(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Effects fx;
+  state_.Abort(reason, &fx);
+  Apply(fx);
+  Wake();
 }
 
 Status Coordinator::WaitReserved(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, timeout, [&] { return reserved_ || aborted_ || shutdown_; });
-  if (reserved_) return Status::OK();
-  if (aborted_) return Status::Aborted("cluster aborted during reservation: " + abort_reason_);
-  std::string missing;
-  for (int i = 0; i < options_.num_nodes; ++i) {
-    if (!nodes_.count(i)) missing += (missing.empty() ? "" : ", ") + std::to_string(i);
+  cv_.wait_for(lock, timeout,
+               [&] { return state_.reserved() || state_.aborted() || shutdown_; });
+  if (state_.reserved()) return Status::OK();
+  if (state_.aborted()) {
+    return Status::Aborted("cluster aborted during reservation: " + state_.abort_reason());
   }
-  return Status::DeadlineExceeded(
-      "reservation timed out after " +
-      std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
-                         std::chrono::steady_clock::now() - created_)
-                         .count()) +
-      " s: " +
-      std::to_string(nodes_.size()) + " of " + std::to_string(options_.num_nodes) +
-      " nodes registered; missing executors: " + missing +
-      ". Usual causes: fewer executors than num_executors, more than one task slot per "
-      "executor (set spark.executor.cores = spark.task.cpus), dynamic allocation "
-      "(set spark.dynamicAllocation.enabled=false), or executors that cannot reach the "
-      "driver on port " + std::to_string(port_));
+  return Status::DeadlineExceeded(state_.ReservationTimeoutMessage(Clock::now(), port_));
 }
 
 Status Coordinator::WaitFinished(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, timeout, [&] { return finished_ || aborted_ || shutdown_; });
-  if (aborted_) return Status::Aborted(abort_reason_);
-  if (finished_) return Status::OK();
-  std::string running;
-  for (const auto& [id, n] : nodes_) {
-    if (n.phase != NodeState::kExited) running += (running.empty() ? "" : ", ") + Describe(n);
-  }
+  cv_.wait_for(lock, timeout,
+               [&] { return state_.finished() || state_.aborted() || shutdown_; });
+  if (state_.aborted()) return Status::Aborted(state_.abort_reason());
+  if (state_.finished()) return Status::OK();
   return Status::DeadlineExceeded("cluster still running after " +
-                                  std::to_string(timeout.count() / 1000) + " s: " + running);
+                                  std::to_string(timeout.count() / 1000) + " s: " +
+                                  state_.RunningNodes());
 }
 
 std::string Coordinator::ClusterJson() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return reserved_ ? cluster_spec_ : "{}";
-}
-
-void Coordinator::HandleFeedSync(Conn& c, const std::string& payload) {
-  json j = json::parse(payload, nullptr, false);
-  if (!j.is_object() || !j.contains("executor_id") || !j["executor_id"].is_number_integer() ||
-      !j.contains("qname") || !j["qname"].is_string() || !j.contains("delivered") ||
-      !j["delivered"].is_number_unsigned() || !j.contains("closed") || !j["closed"].is_boolean()) {
-    return Reject(c, Status::InvalidArgument("FEED_SYNC needs executor_id, qname, delivered, closed"));
-  }
-  const int id = j["executor_id"].get<int>();
-  auto node = nodes_.find(id);
-  if (!reserved_ || node == nodes_.end() || node->second.job_name == "ps" ||
-      node->second.job_name == "evaluator") {
-    return Reject(c, Status::InvalidArgument("FEED_SYNC from executor " + std::to_string(id) +
-                                             ", which is not a worker of this cluster"));
-  }
-  auto& feed = feeds_[j["qname"].get<std::string>()];
-  feed[id] = payload;
-  // The watermark over every worker; one that has not reported counts as 0, open.
-  uint64_t min_delivered = UINT64_MAX;
-  bool all_closed = true;
-  for (const auto& [eid, n] : nodes_) {
-    if (n.job_name == "ps" || n.job_name == "evaluator") continue;
-    auto it = feed.find(eid);
-    if (it == feed.end()) {
-      min_delivered = 0;
-      all_closed = false;
-      continue;
-    }
-    json p = json::parse(it->second, nullptr, false);
-    min_delivered = std::min<uint64_t>(min_delivered, p.value("delivered", uint64_t{0}));
-    all_closed = all_closed && p.value("closed", false);
-  }
-  if (min_delivered == UINT64_MAX) min_delivered = 0;
-  Send(c, MessageType::kFeedState,
-       json{{"min_delivered", min_delivered}, {"all_closed", all_closed}}.dump());
+  return state_.ClusterJson();
 }
 
 std::string Coordinator::StatusJson() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return StatusJsonLocked();
-}
-
-std::string Coordinator::StatusJsonLocked() const {
-  static const char* kPhases[] = {"registered", "running", "exited", "lost"};
-  json nodes = json::array();
-  for (const auto& [id, n] : nodes_) {
-    nodes.push_back({{"executor_id", id}, {"host", n.host}, {"port", n.port}, {"pid", n.pid},
-                     {"job_name", n.job_name}, {"task_index", n.task_index},
-                     {"phase", kPhases[n.phase]}, {"exit_code", n.exit_code},
-                     {"signal", n.signal}, {"stopped", n.stopped}, {"traceback", n.traceback},
-                     {"tensorboard", n.tensorboard}, {"feed_port", n.feed_port},
-                     {"spark_executor", n.spark_executor}, {"container", n.container},
-                     {"reason", n.reason}});
-  }
-  json feeds = json::object();
-  for (const auto& [qname, per_node] : feeds_) {
-    json q = json::object();
-    for (const auto& [id, payload] : per_node) q[std::to_string(id)] = json::parse(payload, nullptr, false);
-    feeds[qname] = q;
-  }
-  return json{{"num_nodes", options_.num_nodes}, {"registered", nodes_.size()},
-              {"reserved", reserved_}, {"finished", finished_}, {"aborted", aborted_},
-              {"abort_reason", abort_reason_}, {"rejected_connections", rejected_},
-              {"cluster_spec", reserved_ ? json::parse(cluster_spec_) : json::object()},
-              {"nodes", nodes}, {"feeds", feeds}}
-      .dump();
+  return state_.StatusJson();
 }
 
 int Coordinator::rejected_connections() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return rejected_;
+  return state_.rejected_connections();
 }
 
 }  // namespace sparktf::cluster

@@ -2,9 +2,12 @@
 // roles in TFoS's order, hands out the cluster spec and TF_CONFIG, watches
 // heartbeats and exits, and aborts every node when one fails.
 //
-// One thread (started by Start) owns every socket and runs a poll loop; the
-// public methods are thread-safe and never block that thread. Nothing is
-// process-global: several coordinators can run in one process (tests do).
+// This is the transport: one thread (started by Start) owns every socket and runs a
+// poll loop that authenticates connections (HELLO with the cluster token), decodes
+// frames, hands them to the ClusterState (cluster_state.h, where the rules live) and
+// sends what it answers. The public methods are thread-safe and never block that
+// thread. Nothing is process-global: several coordinators can run in one process
+// (tests do).
 #pragma once
 
 #include <chrono>
@@ -14,8 +17,8 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <vector>
 
+#include "sparktf/cluster/cluster_state.h"
 #include "sparktf/cluster/protocol.h"
 
 namespace sparktf::cluster {
@@ -31,32 +34,6 @@ struct CoordinatorOptions {
   std::chrono::milliseconds hello_timeout = kDefaultHelloTimeout;
   std::chrono::milliseconds heartbeat_timeout = kDefaultHeartbeatTimeout;
   size_t max_frame_size = kDefaultMaxFrameSize;
-};
-
-// What the coordinator knows of one node (an executor's agent).
-struct NodeState {
-  enum Phase { kRegistered, kRunning, kExited, kLost };
-  int executor_id = -1;
-  std::string host;
-  int port = 0;
-  int pid = 0;
-  std::string gpus;  // JSON array
-  std::string job_name;
-  int task_index = -1;
-  int worker_num = -1;
-  Phase phase = kRegistered;
-  int exit_code = 0;
-  int signal = 0;
-  bool stopped = false;  // exited because the coordinator asked it to
-  std::string traceback;
-  std::string stderr_tail;
-  std::string reason;  // why its agent stopped the TF process, if it did
-  std::string tensorboard;  // URL, if this node runs TensorBoard
-  int feed_port = 0;        // its agent's feed service (SPARK mode), 0 if none
-  std::string spark_executor;  // Spark's executor id, if the agent was told it
-  std::string container;       // the YARN container it runs in, if any
-  int conn = -1;  // connection id of its agent; -1 once closed
-  std::chrono::steady_clock::time_point last_seen;
 };
 
 class Coordinator {
@@ -96,28 +73,14 @@ class Coordinator {
   void Accept();
   void ReadFrom(Conn& c);
   void Flush(Conn& c);
-  void Handle(Conn& c, const Frame& f);
-  void HandleRegister(Conn& c, const std::string& payload);
-  void HandleExit(Conn& c, const std::string& payload);
-  void HandleBarrier(Conn& c, const std::string& payload);
-  void HandleFeedSync(Conn& c, const std::string& payload);
   void Reject(Conn& c, const Status& why);
-  void Send(Conn& c, MessageType type, const std::string& payload);
   void CloseConn(Conn& c);
-  void AssignRoles();
-  std::string ClusterSpecFor(const NodeState& n) const;
-  void AbortLocked(const std::string& reason);
-  bool IsServiceRole(const std::string& job) const;
-  void UpdateCompletion();
-  void CheckTimeouts();
-  std::string Describe(const NodeState& n) const;
-  std::string StatusJsonLocked() const;
+  void CheckHelloTimeouts();
+  // Queues the state machine's messages and closes; wakes the waiters.
+  void Apply(Effects& fx);
 
   CoordinatorOptions options_;
   int port_ = 0;
-  // When registrations opened: a reservation timeout reports the whole wait, however
-  // many WaitReserved calls it took.
-  const std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
   UniqueFd listen_fd_;
   UniqueFd wake_read_, wake_write_;
   std::thread thread_;
@@ -127,18 +90,7 @@ class Coordinator {
   bool shutdown_ = false;
   std::map<int, std::unique_ptr<Conn>> conns_;
   int next_conn_id_ = 0;
-  std::map<int, NodeState> nodes_;  // by executor id
-  bool reserved_ = false;
-  std::string cluster_spec_;  // JSON object {job: [host:port, ...]}
-  bool aborted_ = false;
-  std::string abort_reason_;
-  bool services_stopping_ = false;
-  bool finished_ = false;
-  int rejected_ = 0;
-  std::map<std::string, std::vector<int>> barriers_;  // name -> waiting conn ids
-  std::map<std::string, std::vector<int>> barrier_arrivals_;  // name -> executor ids
-  // Feed accounting per queue name, per executor: the last FEED_SYNC payload.
-  std::map<std::string, std::map<int, std::string>> feeds_;
+  ClusterState state_;  // guarded by mu_
 };
 
 }  // namespace sparktf::cluster

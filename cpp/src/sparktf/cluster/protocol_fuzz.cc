@@ -1,6 +1,6 @@
 // libFuzzer target: the coordinator's frame decoder and message handling.
-// Feeds arbitrary bytes as one connection to a real coordinator (after a valid
-// HELLO when the first input byte is odd) and checks that it keeps serving.
+// Feeds arbitrary bytes as one connection to a real coordinator, new for each input
+// (after a valid HELLO when the first input byte is odd), and checks that it keeps serving.
 #include <sys/socket.h>
 
 #include <cstddef>
@@ -27,15 +27,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (f.payload.size() > 4096) __builtin_trap();
     }
   }
-  // A live coordinator.
-  static std::unique_ptr<Coordinator> coord = [] {
-    CoordinatorOptions o;
-    o.bind_host = "127.0.0.1";
-    o.token = "fuzz-token";
-    o.num_nodes = 2;
-    o.max_frame_size = 4096;
-    return std::move(Coordinator::Start(o)).ValueOrDie();
-  }();
+  // A live coordinator, fresh for each input: an input that forms a cluster must not
+  // leave the next ones exploring its end state, and any crash reproduces from its input.
+  CoordinatorOptions o;
+  o.bind_host = "127.0.0.1";
+  o.token = "fuzz-token";
+  o.num_nodes = 2;
+  o.max_frame_size = 4096;
+  std::unique_ptr<Coordinator> coord = std::move(Coordinator::Start(o)).ValueOrDie();
   auto fd = ConnectTcp({"127.0.0.1", coord->port()}, std::chrono::milliseconds(1000));
   if (!fd.ok()) __builtin_trap();
   std::string bytes;
@@ -53,5 +52,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto st = conn->Call(MessageType::kGetStatus, "{}", MessageType::kStatus,
                        std::chrono::milliseconds(2000));
   if (!st.ok()) __builtin_trap();
+  coord->Shutdown();
   return 0;
 }

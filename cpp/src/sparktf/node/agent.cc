@@ -132,12 +132,10 @@ Result<Connection> ConnectWithRetry(const AgentOptions& o) {
                           std::to_string(o.connect_timeout.count() / 1000) + " s)");
 }
 
+// The chief runs TensorBoard (the coordinator decides who that is).
 bool IsTensorBoardNode(const json& spec) {
-  const std::string job = spec.value("job_name", "");
-  if (job == "chief" || job == "master") return true;
-  const json& cs = spec["cluster_spec"];
-  return job == "worker" && spec.value("task_index", -1) == 0 && !cs.contains("chief") &&
-         !cs.contains("master");
+  return spec.contains("is_chief") && spec["is_chief"].is_boolean() &&
+         spec["is_chief"].get<bool>();
 }
 
 }  // namespace

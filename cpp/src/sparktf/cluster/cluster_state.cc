@@ -1,0 +1,380 @@
+#include "sparktf/cluster/cluster_state.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+namespace sparktf::cluster {
+
+using json = nlohmann::json;
+
+ClusterState::ClusterState(const ClusterOptions& options, TimePoint now)
+    : options_(options), created_(now) {}
+
+NodeState* ClusterState::NodeOf(int conn) {
+  auto it = executor_of_conn_.find(conn);
+  if (it == executor_of_conn_.end()) return nullptr;
+  auto n = nodes_.find(it->second);
+  return n == nodes_.end() ? nullptr : &n->second;
+}
+
+void ClusterState::Reject(int conn, const Status& why, Effects* fx) {
+  ++rejected_;
+  fx->messages.push_back({conn, MessageType::kError, ErrorPayload(why)});
+  fx->close.push_back(conn);
+}
+
+void ClusterState::OnFrame(int conn, const Frame& f, TimePoint now, Effects* fx) {
+  switch (f.type) {
+    case MessageType::kRegister: return HandleRegister(conn, f.payload, now, fx);
+    case MessageType::kAwaitCluster: {
+      NodeState* n = NodeOf(conn);
+      if (!n) return Reject(conn, Status::InvalidArgument("register first"), fx);
+      if (reserved_) {
+        fx->messages.push_back({conn, MessageType::kClusterSpec,
+                                TensorFlowNodeInfo(cluster_spec_, n->role, n->executor_id,
+                                                   options_.num_nodes)});
+      } else {
+        awaiting_cluster_.insert(conn);
+      }
+      return;
+    }
+    case MessageType::kHeartbeat: return HandleHeartbeat(conn, f.payload, now);
+    case MessageType::kReportExit: return HandleExit(conn, f.payload, fx);
+    case MessageType::kBarrier: return HandleBarrier(conn, f.payload, fx);
+    case MessageType::kFeedSync: return HandleFeedSync(conn, f.payload, fx);
+    case MessageType::kGetStatus:
+      fx->messages.push_back({conn, MessageType::kStatus, StatusJson()});
+      return;
+    default:
+      return Reject(conn,
+                    Status::InvalidArgument("unexpected message " +
+                                            std::string(MessageTypeName(f.type))),
+                    fx);
+  }
+}
+
+void ClusterState::HandleRegister(int conn, const std::string& payload, TimePoint now,
+                                  Effects* fx) {
+  json j = json::parse(payload, nullptr, false);
+  if (!j.is_object() || !j.contains("executor_id") || !j["executor_id"].is_number_integer() ||
+      !j.contains("host") || !j["host"].is_string() || !j.contains("port") ||
+      !j["port"].is_number_integer()) {
+    return Reject(conn, Status::InvalidArgument("REGISTER needs executor_id, host and port"),
+                  fx);
+  }
+  const int id = j["executor_id"].get<int>();
+  if (id < 0 || id >= options_.num_nodes) {
+    return Reject(conn,
+                  Status::InvalidArgument("executor_id " + std::to_string(id) +
+                                          " is outside 0.." +
+                                          std::to_string(options_.num_nodes - 1)),
+                  fx);
+  }
+  if (reserved_) {
+    return Reject(conn,
+                  Status::Aborted("executor " + std::to_string(id) +
+                                  " registered after the cluster was formed (a retried "
+                                  "task?); the cluster must be restarted"),
+                  fx);
+  }
+  if (executor_of_conn_.count(conn)) {
+    return Reject(conn, Status::InvalidArgument("this connection registered already"), fx);
+  }
+  auto it = nodes_.find(id);
+  if (it != nodes_.end() && it->second.conn >= 0) {
+    return Reject(conn,
+                  Status::InvalidArgument(
+                      "executor " + std::to_string(id) +
+                      " registered twice (more than one task slot per executor?)"),
+                  fx);
+  }
+  auto optional_string = [&j](const char* key) {
+    return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+  };
+  NodeState n;
+  n.executor_id = id;
+  n.host = j["host"].get<std::string>();
+  n.port = j["port"].get<int>();
+  n.pid = j.contains("pid") && j["pid"].is_number_integer() ? j["pid"].get<int>() : 0;
+  n.spark_executor = optional_string("spark_executor");
+  n.container = optional_string("container");
+  n.gpus = j.contains("gpus") ? j["gpus"].dump() : "[]";
+  n.feed_port = j.contains("feed_port") && j["feed_port"].is_number_integer()
+                    ? j["feed_port"].get<int>()
+                    : 0;
+  n.conn = conn;
+  n.last_seen = now;
+  nodes_[id] = std::move(n);
+  executor_of_conn_[conn] = id;
+  fx->messages.push_back(
+      {conn, MessageType::kRegistered,
+       json{{"num_nodes", options_.num_nodes}, {"registered", nodes_.size()}}.dump()});
+  if (static_cast<int>(nodes_.size()) == options_.num_nodes) FormCluster(fx);
+}
+
+void ClusterState::FormCluster(Effects* fx) {
+  const std::vector<Role> roles = AssignTensorFlowRoles(options_.num_nodes, options_.roles);
+  std::vector<std::string> addresses;
+  for (auto& [id, n] : nodes_) {  // ordered by executor id, 0..num_nodes-1
+    n.role = roles[static_cast<size_t>(id)];
+    addresses.push_back(n.host + ":" + std::to_string(n.port));
+  }
+  cluster_spec_ = TensorFlowClusterSpec(roles, addresses);
+  reserved_ = true;
+  for (int conn : awaiting_cluster_) {
+    if (NodeState* n = NodeOf(conn)) {
+      fx->messages.push_back({conn, MessageType::kClusterSpec,
+                              TensorFlowNodeInfo(cluster_spec_, n->role, n->executor_id,
+                                                 options_.num_nodes)});
+    }
+  }
+  awaiting_cluster_.clear();
+}
+
+void ClusterState::HandleHeartbeat(int conn, const std::string& payload, TimePoint now) {
+  NodeState* n = NodeOf(conn);
+  if (!n) return;
+  n->last_seen = now;
+  json j = json::parse(payload, nullptr, false);
+  if (j.is_object() && j.value("state", "") == "running") {
+    if (j.contains("tensorboard") && j["tensorboard"].is_string()) {
+      n->tensorboard = j["tensorboard"].get<std::string>();
+    }
+    if (n->phase == NodeState::kRegistered) n->phase = NodeState::kRunning;
+  }
+}
+
+void ClusterState::HandleExit(int conn, const std::string& payload, Effects* fx) {
+  NodeState* n = NodeOf(conn);
+  if (!n) return Reject(conn, Status::InvalidArgument("register first"), fx);
+  json j = json::parse(payload, nullptr, false);
+  if (!j.is_object()) {
+    return Reject(conn, Status::InvalidArgument("REPORT_EXIT needs a JSON object"), fx);
+  }
+  auto get_int = [&j](const char* key, int otherwise) {
+    return j.contains(key) && j[key].is_number_integer() ? j[key].get<int>() : otherwise;
+  };
+  auto get_string = [&j](const char* key) {
+    return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+  };
+  n->phase = NodeState::kExited;
+  n->exit_code = get_int("exit_code", -1);
+  n->signal = get_int("signal", 0);
+  n->stopped = j.contains("stopped") && j["stopped"].is_boolean() && j["stopped"].get<bool>();
+  n->traceback = get_string("traceback");
+  n->stderr_tail = get_string("stderr_tail");
+  n->reason = get_string("reason");
+  fx->messages.push_back({conn, MessageType::kReportAck, "{}"});
+  const bool failed = !n->stopped && (n->exit_code != 0 || n->signal != 0);
+  if (!failed) return;
+  std::string why = Describe(*n) + " failed with " +
+                    (n->signal ? "signal " + std::to_string(n->signal)
+                               : "exit code " + std::to_string(n->exit_code));
+  if (!n->traceback.empty()) {
+    why += ":\n" + n->traceback;
+  } else if (!n->stderr_tail.empty()) {
+    why += "; last lines of its stderr:\n" + n->stderr_tail;
+  }
+  Abort(why, fx);
+}
+
+void ClusterState::HandleBarrier(int conn, const std::string& payload, Effects* fx) {
+  json j = json::parse(payload, nullptr, false);
+  if (!j.is_object() || !j.contains("name") || !j["name"].is_string() ||
+      !j.contains("executor_id") || !j["executor_id"].is_number_integer()) {
+    return Reject(conn, Status::InvalidArgument("BARRIER needs name and executor_id"), fx);
+  }
+  if (aborted_) return Reject(conn, Status::Aborted("cluster aborted: " + abort_reason_), fx);
+  const std::string name = j["name"].get<std::string>();
+  auto& arrived = barrier_arrivals_[name];
+  arrived.insert(j["executor_id"].get<int>());
+  barrier_waiters_[name].push_back(conn);
+  const int need = j.contains("count") && j["count"].is_number_integer()
+                       ? j["count"].get<int>()
+                       : options_.num_nodes;
+  if (static_cast<int>(arrived.size()) < need) return;
+  for (int waiter : barrier_waiters_[name]) {
+    fx->messages.push_back({waiter, MessageType::kBarrierDone, json{{"name", name}}.dump()});
+  }
+  barrier_waiters_.erase(name);
+  barrier_arrivals_.erase(name);
+}
+
+void ClusterState::HandleFeedSync(int conn, const std::string& payload, Effects* fx) {
+  json j = json::parse(payload, nullptr, false);
+  if (!j.is_object() || !j.contains("executor_id") || !j["executor_id"].is_number_integer() ||
+      !j.contains("qname") || !j["qname"].is_string() || !j.contains("delivered") ||
+      !j["delivered"].is_number_unsigned() || !j.contains("closed") ||
+      !j["closed"].is_boolean()) {
+    return Reject(
+        conn, Status::InvalidArgument("FEED_SYNC needs executor_id, qname, delivered, closed"),
+        fx);
+  }
+  const int id = j["executor_id"].get<int>();
+  auto node = nodes_.find(id);
+  if (!reserved_ || node == nodes_.end() || !node->second.role.fed) {
+    return Reject(conn,
+                  Status::InvalidArgument("FEED_SYNC from executor " + std::to_string(id) +
+                                          ", which is not a worker of this cluster"),
+                  fx);
+  }
+  auto& feed = feeds_[j["qname"].get<std::string>()];
+  feed[id] = payload;
+  // The watermark over every fed node; one that has not reported counts as 0, open.
+  uint64_t min_delivered = UINT64_MAX;
+  bool all_closed = true;
+  for (const auto& [eid, n] : nodes_) {
+    if (!n.role.fed) continue;
+    auto it = feed.find(eid);
+    if (it == feed.end()) {
+      min_delivered = 0;
+      all_closed = false;
+      continue;
+    }
+    json p = json::parse(it->second, nullptr, false);
+    min_delivered = std::min<uint64_t>(min_delivered, p.value("delivered", uint64_t{0}));
+    all_closed = all_closed && p.value("closed", false);
+  }
+  if (min_delivered == UINT64_MAX) min_delivered = 0;
+  fx->messages.push_back(
+      {conn, MessageType::kFeedState,
+       json{{"min_delivered", min_delivered}, {"all_closed", all_closed}}.dump()});
+}
+
+void ClusterState::OnClosed(int conn, Effects* fx) {
+  awaiting_cluster_.erase(conn);
+  for (auto& [name, waiting] : barrier_waiters_) std::erase(waiting, conn);
+  NodeState* n = NodeOf(conn);
+  executor_of_conn_.erase(conn);
+  if (!n || n->conn != conn) return;
+  n->conn = -1;
+  if (n->phase == NodeState::kExited) return;
+  n->phase = NodeState::kLost;
+  if (reserved_) {
+    Abort(Describe(*n) + " was lost: its agent's connection closed without an exit "
+                         "report (process killed, executor lost, or host down)",
+          fx);
+  }
+}
+
+void ClusterState::Abort(const std::string& reason, Effects* fx) {
+  if (aborted_) return;
+  aborted_ = true;
+  abort_reason_ = reason;
+  const std::string payload = json{{"reason", reason}}.dump();
+  for (const auto& [conn, id] : executor_of_conn_) {
+    fx->messages.push_back({conn, MessageType::kAbort, payload});
+  }
+  const std::string error = ErrorPayload(Status::Aborted("cluster aborted: " + reason));
+  for (const auto& [name, waiting] : barrier_waiters_) {
+    for (int conn : waiting) fx->messages.push_back({conn, MessageType::kError, error});
+  }
+  barrier_waiters_.clear();
+  barrier_arrivals_.clear();
+}
+
+void ClusterState::OnTick(TimePoint now, Effects* fx) {
+  for (auto& [id, n] : nodes_) {
+    if ((n.phase == NodeState::kRegistered || n.phase == NodeState::kRunning) && n.conn >= 0 &&
+        now - n.last_seen > options_.heartbeat_timeout) {
+      n.phase = NodeState::kLost;
+      fx->close.push_back(n.conn);
+      executor_of_conn_.erase(n.conn);
+      n.conn = -1;
+      Abort(Describe(n) + " sent no heartbeat for " +
+                std::to_string(options_.heartbeat_timeout.count() / 1000) +
+                " s (hung, or its host is overloaded)",
+            fx);
+    }
+  }
+  StopServicesOrFinish(fx);
+}
+
+void ClusterState::StopServicesOrFinish(Effects* fx) {
+  if (!reserved_ || finished_) return;
+  bool workers_done = true, all_done = true;
+  for (const auto& [id, n] : nodes_) {
+    const bool done = n.phase == NodeState::kExited || n.phase == NodeState::kLost;
+    all_done = all_done && done;
+    if (!n.role.serves_until_stopped) workers_done = workers_done && done;
+  }
+  if (workers_done && !services_stopping_ && !all_done) {
+    services_stopping_ = true;
+    for (const auto& [id, n] : nodes_) {
+      if (n.role.serves_until_stopped && n.conn >= 0) {
+        fx->messages.push_back({n.conn, MessageType::kStop, "{}"});
+      }
+    }
+  }
+  if (all_done) finished_ = true;
+}
+
+std::string ClusterState::Describe(const NodeState& n) const {
+  const std::string role = n.role.job_name.empty()
+                               ? "node"
+                               : n.role.job_name + ":" + std::to_string(n.role.task_index);
+  std::string where = "executor " + std::to_string(n.executor_id) + " on " + n.host;
+  if (!n.spark_executor.empty()) where += ", Spark executor " + n.spark_executor;
+  if (!n.container.empty()) where += ", " + n.container;
+  return role + " (" + where + ")";
+}
+
+std::string ClusterState::ReservationTimeoutMessage(TimePoint now, int port) const {
+  std::string missing;
+  for (int i = 0; i < options_.num_nodes; ++i) {
+    if (!nodes_.count(i)) missing += (missing.empty() ? "" : ", ") + std::to_string(i);
+  }
+  const auto waited = std::chrono::duration_cast<std::chrono::seconds>(now - created_);
+  return "reservation timed out after " + std::to_string(waited.count()) + " s: " +
+         std::to_string(nodes_.size()) + " of " + std::to_string(options_.num_nodes) +
+         " nodes registered; missing executors: " + missing +
+         ". Usual causes: fewer executors than num_executors, more than one task slot per "
+         "executor (set spark.executor.cores = spark.task.cpus), dynamic allocation "
+         "(set spark.dynamicAllocation.enabled=false), or executors that cannot reach the "
+         "driver on port " +
+         std::to_string(port);
+}
+
+std::string ClusterState::RunningNodes() const {
+  std::string running;
+  for (const auto& [id, n] : nodes_) {
+    if (n.phase != NodeState::kExited) running += (running.empty() ? "" : ", ") + Describe(n);
+  }
+  return running;
+}
+
+std::string ClusterState::StatusJson() const {
+  static const char* kPhases[] = {"registered", "running", "exited", "lost"};
+  json nodes = json::array();
+  for (const auto& [id, n] : nodes_) {
+    nodes.push_back({{"executor_id", id}, {"host", n.host}, {"port", n.port}, {"pid", n.pid},
+                     {"job_name", n.role.job_name}, {"task_index", n.role.task_index},
+                     {"is_chief", n.role.is_chief}, {"fed", n.role.fed},
+                     {"feed_index", n.role.feed_index}, {"phase", kPhases[n.phase]},
+                     {"exit_code", n.exit_code}, {"signal", n.signal}, {"stopped", n.stopped},
+                     {"traceback", n.traceback}, {"tensorboard", n.tensorboard},
+                     {"feed_port", n.feed_port}, {"spark_executor", n.spark_executor},
+                     {"container", n.container}, {"reason", n.reason}});
+  }
+  json feeds = json::object();
+  for (const auto& [qname, per_node] : feeds_) {
+    json q = json::object();
+    for (const auto& [id, payload] : per_node) {
+      q[std::to_string(id)] = json::parse(payload, nullptr, false);
+    }
+    feeds[qname] = q;
+  }
+  return json{{"num_nodes", options_.num_nodes},
+              {"registered", nodes_.size()},
+              {"reserved", reserved_},
+              {"finished", finished_},
+              {"aborted", aborted_},
+              {"abort_reason", abort_reason_},
+              {"rejected_connections", rejected_},
+              {"cluster_spec", reserved_ ? json::parse(cluster_spec_) : json::object()},
+              {"nodes", nodes},
+              {"feeds", feeds}}
+      .dump();
+}
+
+}  // namespace sparktf::cluster

@@ -1,0 +1,128 @@
+// The coordinator's state machine: registration, roles, barriers, feed accounting,
+// heartbeats, exits and failures, driven by the frames of authenticated connections and
+// by the passing of time, with no sockets, threads or clock of its own. The coordinator's
+// socket loop feeds it events and carries out the effects it returns; tests drive it
+// directly with a fake time.
+//
+// Connections are named by the loop's ids. Not thread-safe: one caller at a time (the
+// coordinator holds its mutex around every call).
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "sparktf/cluster/protocol.h"
+#include "sparktf/cluster/tensorflow_roles.h"
+
+namespace sparktf::cluster {
+
+using TimePoint = std::chrono::steady_clock::time_point;
+
+struct ClusterOptions {
+  int num_nodes = 0;
+  RoleOptions roles;
+  std::chrono::milliseconds heartbeat_timeout = kDefaultHeartbeatTimeout;
+};
+
+// What the coordinator knows of one node (an executor's agent).
+struct NodeState {
+  enum Phase { kRegistered, kRunning, kExited, kLost };
+  int executor_id = -1;
+  std::string host;
+  int port = 0;
+  int pid = 0;
+  std::string gpus;  // JSON array
+  Role role;         // set when the cluster is formed
+  Phase phase = kRegistered;
+  int exit_code = 0;
+  int signal = 0;
+  bool stopped = false;  // exited because the coordinator asked it to
+  std::string traceback;
+  std::string stderr_tail;
+  std::string reason;          // why its agent stopped the TF process, if it did
+  std::string tensorboard;     // URL, if this node runs TensorBoard
+  int feed_port = 0;           // its agent's feed service (SPARK mode), 0 if none
+  std::string spark_executor;  // Spark's executor id, if the agent was told it
+  std::string container;       // the YARN container it runs in, if any
+  int conn = -1;               // connection id of its agent; -1 once closed
+  TimePoint last_seen;
+};
+
+// What an event asks the transport to do, in order: messages to send, then connections
+// to close once what was sent to them is flushed.
+struct Effects {
+  struct Message {
+    int conn;
+    MessageType type;
+    std::string payload;
+  };
+  std::vector<Message> messages;
+  std::vector<int> close;
+};
+
+class ClusterState {
+ public:
+  // Precondition: options validated (the coordinator's Start does it).
+  ClusterState(const ClusterOptions& options, TimePoint now);
+
+  // An authenticated connection's frame (anything but HELLO).
+  void OnFrame(int conn, const Frame& f, TimePoint now, Effects* fx);
+  // A connection is gone (closed by its peer, or failed); a node's agent whose
+  // connection closes without an exit report is lost.
+  void OnClosed(int conn, Effects* fx);
+  // Heartbeat deadlines and the end of the cluster; call at least every few hundred ms.
+  void OnTick(TimePoint now, Effects* fx);
+  // Tells every node to kill its processes; the first reason is kept.
+  void Abort(const std::string& reason, Effects* fx);
+  // A connection refused by the transport (bad token, bad frame, no HELLO in time).
+  void CountRejection() { ++rejected_; }
+
+  bool reserved() const { return reserved_; }
+  bool aborted() const { return aborted_; }
+  bool finished() const { return finished_; }
+  const std::string& abort_reason() const { return abort_reason_; }
+  int rejected_connections() const { return rejected_; }
+  // The cluster spec (JSON), or "{}" before reservation.
+  std::string ClusterJson() const { return reserved_ ? cluster_spec_ : "{}"; }
+  // Everything: nodes, phases, roles, exits, errors, feeds (JSON).
+  std::string StatusJson() const;
+  // Why a reservation that did not complete by `now` is late, and what to change.
+  std::string ReservationTimeoutMessage(TimePoint now, int port) const;
+  // The nodes still running (for a timeout message).
+  std::string RunningNodes() const;
+
+ private:
+  void Reject(int conn, const Status& why, Effects* fx);
+  void HandleRegister(int conn, const std::string& payload, TimePoint now, Effects* fx);
+  void HandleHeartbeat(int conn, const std::string& payload, TimePoint now);
+  void HandleExit(int conn, const std::string& payload, Effects* fx);
+  void HandleBarrier(int conn, const std::string& payload, Effects* fx);
+  void HandleFeedSync(int conn, const std::string& payload, Effects* fx);
+  void FormCluster(Effects* fx);
+  void StopServicesOrFinish(Effects* fx);
+  std::string Describe(const NodeState& n) const;
+  // The node whose agent holds `conn`, or nullptr.
+  NodeState* NodeOf(int conn);
+
+  const ClusterOptions options_;
+  const TimePoint created_;
+  std::map<int, NodeState> nodes_;       // by executor id
+  std::map<int, int> executor_of_conn_;  // agents' connections
+  std::set<int> awaiting_cluster_;       // connections waiting for CLUSTER_SPEC
+  bool reserved_ = false;
+  std::string cluster_spec_;  // JSON object {job: [host:port, ...]}
+  bool aborted_ = false;
+  std::string abort_reason_;
+  bool services_stopping_ = false;
+  bool finished_ = false;
+  int rejected_ = 0;
+  std::map<std::string, std::vector<int>> barrier_waiters_;   // name -> conn ids
+  std::map<std::string, std::set<int>> barrier_arrivals_;     // name -> executor ids
+  // Feed accounting per queue name, per executor: the last FEED_SYNC payload.
+  std::map<std::string, std::map<int, std::string>> feeds_;
+};
+
+}  // namespace sparktf::cluster

@@ -1,0 +1,273 @@
+// The coordinator's state machine without sockets or sleeps: frames in, effects out, time
+// passed by the test.
+#include "sparktf/cluster/cluster_state.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace sparktf::cluster {
+namespace {
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+const TimePoint kStart{};  // the fake clock's zero
+
+TEST(TensorFlowRolesTest, TfosOrderAndTheRulesEveryoneReads) {
+  struct Want {
+    const char* job;
+    int index;
+    bool chief, fed;
+    int feed_index;
+    bool serves;
+  };
+  auto check = [](int n, RoleOptions o, std::vector<Want> want) {
+    const auto roles = AssignTensorFlowRoles(n, o);
+    ASSERT_EQ(roles.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      SCOPED_TRACE("node " + std::to_string(i));
+      EXPECT_EQ(roles[i].job_name, want[i].job);
+      EXPECT_EQ(roles[i].task_index, want[i].index);
+      EXPECT_EQ(roles[i].worker_num, static_cast<int>(i));
+      EXPECT_EQ(roles[i].is_chief, want[i].chief);
+      EXPECT_EQ(roles[i].fed, want[i].fed);
+      EXPECT_EQ(roles[i].feed_index, want[i].feed_index);
+      EXPECT_EQ(roles[i].serves_until_stopped, want[i].serves);
+    }
+  };
+  // MultiWorkerMirrored without a chief: worker 0 writes.
+  check(3, {}, {{"worker", 0, true, true, 0, false},
+                {"worker", 1, false, true, 1, false},
+                {"worker", 2, false, true, 2, false}});
+  // A chief among workers is fed first.
+  check(3, {0, "chief", false}, {{"chief", 0, true, true, 0, false},
+                                 {"worker", 0, false, true, 1, false},
+                                 {"worker", 1, false, true, 2, false}});
+  // ParameterServerStrategy: ps, chief, evaluator, workers; workers serve the chief.
+  check(5, {1, "chief", true}, {{"ps", 0, false, false, -1, true},
+                                {"chief", 0, true, true, 0, false},
+                                {"evaluator", 0, false, false, -1, true},
+                                {"worker", 0, false, true, 1, true},
+                                {"worker", 1, false, true, 2, true}});
+  // ps without a chief: workers are not servers (TFoS's old between-graph style).
+  check(3, {1, "", false}, {{"ps", 0, false, false, -1, true},
+                            {"worker", 0, true, true, 0, false},
+                            {"worker", 1, false, true, 1, false}});
+}
+
+// A cluster driven frame by frame. Connection i is node i's agent unless said otherwise.
+class ClusterStateTest : public ::testing::Test {
+ protected:
+  void Make(int nodes, RoleOptions roles = {}) {
+    ClusterOptions o;
+    o.num_nodes = nodes;
+    o.roles = roles;
+    o.heartbeat_timeout = 10s;
+    state_ = std::make_unique<ClusterState>(o, kStart);
+  }
+  Effects Send(int conn, MessageType type, const json& payload, TimePoint at = kStart) {
+    Effects fx;
+    state_->OnFrame(conn, Frame{type, payload.dump()}, at, &fx);
+    return fx;
+  }
+  Effects Register(int executor, TimePoint at = kStart) {
+    return Send(executor, MessageType::kRegister,
+                {{"executor_id", executor}, {"host", "h" + std::to_string(executor)},
+                 {"port", 1000 + executor}},
+                at);
+  }
+  void FormCluster(int nodes, RoleOptions roles = {}) {
+    Make(nodes, roles);
+    for (int i = 0; i < nodes; ++i) Register(i);
+    ASSERT_TRUE(state_->reserved());
+  }
+  static std::vector<const Effects::Message*> Of(const Effects& fx, MessageType type) {
+    std::vector<const Effects::Message*> out;
+    for (const auto& m : fx.messages) {
+      if (m.type == type) out.push_back(&m);
+    }
+    return out;
+  }
+  json FeedSync(int executor, uint64_t delivered, bool closed) {
+    Effects fx = Send(100 + executor, MessageType::kFeedSync,
+                      {{"executor_id", executor}, {"qname", "input"},
+                       {"delivered", delivered}, {"closed", closed}});
+    auto answers = Of(fx, MessageType::kFeedState);
+    if (answers.size() != 1) return json{{"error", fx.messages.empty() ? "" : fx.messages[0].payload}};
+    EXPECT_EQ(answers[0]->conn, 100 + executor);
+    return json::parse(answers[0]->payload);
+  }
+
+  std::unique_ptr<ClusterState> state_;
+};
+
+TEST_F(ClusterStateTest, FormsTheClusterWhenTheLastNodeRegistersAndAnswersWaiters) {
+  Make(2, {0, "chief", false});
+  Register(1);
+  Effects fx = Send(1, MessageType::kAwaitCluster, json::object());
+  EXPECT_TRUE(fx.messages.empty());  // waits for the others
+  EXPECT_EQ(state_->ClusterJson(), "{}");
+  fx = Register(0);
+  auto specs = Of(fx, MessageType::kClusterSpec);
+  ASSERT_EQ(specs.size(), 1u);
+  EXPECT_EQ(specs[0]->conn, 1);
+  json info = json::parse(specs[0]->payload);
+  EXPECT_EQ(info["job_name"], "worker");
+  EXPECT_EQ(info["task_index"], 0);
+  EXPECT_EQ(info["is_chief"], false);
+  EXPECT_EQ(info["feed_index"], 1);
+  EXPECT_EQ(info["num_workers"], 2);
+  json tf_config = json::parse(info["tf_config"].get<std::string>());
+  EXPECT_EQ(tf_config["cluster"]["chief"], json::array({"h0:1000"}));
+  EXPECT_EQ(tf_config["cluster"]["worker"], json::array({"h1:1001"}));
+  EXPECT_EQ(tf_config["task"], (json{{"type", "worker"}, {"index", 0}}));
+  // A node that asks after the cluster formed is answered at once.
+  fx = Send(0, MessageType::kAwaitCluster, json::object());
+  ASSERT_EQ(Of(fx, MessageType::kClusterSpec).size(), 1u);
+  EXPECT_EQ(json::parse(fx.messages[0].payload)["is_chief"], true);
+}
+
+TEST_F(ClusterStateTest, RegistrationAfterTheClusterFormedIsRefused) {
+  FormCluster(2);
+  Effects fx = Send(7, MessageType::kRegister, {{"executor_id", 1}, {"host", "h"}, {"port", 1}});
+  ASSERT_EQ(fx.messages.size(), 1u);
+  EXPECT_EQ(fx.messages[0].type, MessageType::kError);
+  EXPECT_NE(fx.messages[0].payload.find("registered after the cluster was formed"),
+            std::string::npos);
+  EXPECT_EQ(fx.close, std::vector<int>{7});
+  EXPECT_EQ(state_->rejected_connections(), 1);
+}
+
+TEST_F(ClusterStateTest, ATypeMismatchInAnExitReportIsAFailureNotACrash) {
+  FormCluster(1);
+  Effects fx = Send(0, MessageType::kReportExit, {{"exit_code", "zero"}, {"signal", 1.5}});
+  ASSERT_EQ(Of(fx, MessageType::kReportAck).size(), 1u);
+  EXPECT_TRUE(state_->aborted());  // exit code unknown (-1): a failure
+}
+
+TEST_F(ClusterStateTest, ASilentNodeIsLostAfterTheHeartbeatTimeoutAndNamed) {
+  FormCluster(2);
+  Effects fx;
+  state_->OnTick(kStart + 9s, &fx);
+  EXPECT_FALSE(state_->aborted());
+  Send(0, MessageType::kHeartbeat, {{"state", "running"}}, kStart + 9s);
+  state_->OnTick(kStart + 10500ms, &fx);
+  ASSERT_TRUE(state_->aborted());
+  EXPECT_NE(state_->abort_reason().find("worker:1 (executor 1 on h1) sent no heartbeat for 10 s"),
+            std::string::npos)
+      << state_->abort_reason();
+  EXPECT_EQ(fx.close, std::vector<int>{1});
+  auto aborts = Of(fx, MessageType::kAbort);
+  ASSERT_EQ(aborts.size(), 1u);  // the other node is told; the lost one is closed
+  EXPECT_EQ(aborts[0]->conn, 0);
+}
+
+TEST_F(ClusterStateTest, AConnectionClosedWithoutAnExitReportAbortsNamingTheNode) {
+  FormCluster(3);
+  Effects fx;
+  state_->OnClosed(2, &fx);
+  ASSERT_TRUE(state_->aborted());
+  EXPECT_NE(state_->abort_reason().find("worker:2 (executor 2 on h2) was lost"),
+            std::string::npos);
+  EXPECT_EQ(Of(fx, MessageType::kAbort).size(), 2u);
+  // A clean exit is no loss.
+  FormCluster(1);
+  Send(0, MessageType::kReportExit, {{"exit_code", 0}});
+  state_->OnClosed(0, &fx);
+  EXPECT_FALSE(state_->aborted());
+}
+
+TEST_F(ClusterStateTest, AFailedNodeAbortsWithItsTracebackAndReleasesBarrierWaiters) {
+  FormCluster(3);
+  Send(0, MessageType::kBarrier, {{"name", "b"}, {"executor_id", 0}});
+  Send(1, MessageType::kBarrier, {{"name", "b"}, {"executor_id", 1}});
+  Effects fx = Send(2, MessageType::kReportExit,
+                    {{"exit_code", 1}, {"traceback", "ValueError: boom"}});
+  ASSERT_TRUE(state_->aborted());
+  EXPECT_EQ(state_->abort_reason(),
+            "worker:2 (executor 2 on h2) failed with exit code 1:\nValueError: boom");
+  auto errors = Of(fx, MessageType::kError);
+  ASSERT_EQ(errors.size(), 2u);  // both barrier waiters fail instead of hanging
+  EXPECT_NE(errors[0]->payload.find("cluster aborted"), std::string::npos);
+  // A barrier asked for after the abort fails at once.
+  fx = Send(0, MessageType::kBarrier, {{"name", "c"}, {"executor_id", 0}});
+  EXPECT_EQ(Of(fx, MessageType::kError).size(), 1u);
+}
+
+TEST_F(ClusterStateTest, BarrierReleasesEveryWaiterOnceAllArrived) {
+  FormCluster(2);
+  Effects fx = Send(0, MessageType::kBarrier, {{"name", "b"}, {"executor_id", 0}});
+  EXPECT_TRUE(fx.messages.empty());
+  fx = Send(0, MessageType::kBarrier, {{"name", "b"}, {"executor_id", 0}});  // again: once
+  EXPECT_TRUE(fx.messages.empty());
+  fx = Send(1, MessageType::kBarrier, {{"name", "b"}, {"executor_id", 1}});
+  EXPECT_EQ(Of(fx, MessageType::kBarrierDone).size(), 3u);
+}
+
+TEST_F(ClusterStateTest, ServicesAreStoppedWhenTheWorkersAreDoneThenTheClusterFinishes) {
+  FormCluster(3, {1, "chief", false});  // ps, chief, worker (which serves the chief)
+  Effects fx;
+  Send(1, MessageType::kReportExit, {{"exit_code", 0}});
+  state_->OnTick(kStart, &fx);
+  auto stops = Of(fx, MessageType::kStop);
+  ASSERT_EQ(stops.size(), 2u);
+  EXPECT_EQ(stops[0]->conn, 0);
+  EXPECT_EQ(stops[1]->conn, 2);
+  EXPECT_FALSE(state_->finished());
+  Send(0, MessageType::kReportExit, {{"exit_code", 0}, {"stopped", true}});
+  Send(2, MessageType::kReportExit, {{"exit_code", 143}, {"stopped", true}});
+  fx = Effects{};
+  state_->OnTick(kStart, &fx);
+  EXPECT_TRUE(state_->finished());
+  EXPECT_FALSE(state_->aborted());  // stopped on request is no failure
+  EXPECT_TRUE(Of(fx, MessageType::kStop).empty());  // once
+}
+
+// Lockstep end of data (design 3a): the watermark is the minimum over every fed node.
+TEST_F(ClusterStateTest, FeedSyncWatermarkCoversEveryFedNode) {
+  FormCluster(4, {0, "chief", false});  // chief and 3 workers
+  json s = FeedSync(0, 10, false);
+  EXPECT_EQ(s, (json{{"min_delivered", 0}, {"all_closed", false}}));  // others unheard
+  FeedSync(1, 7, false);
+  FeedSync(2, 12, false);
+  s = FeedSync(3, 9, false);
+  EXPECT_EQ(s["min_delivered"], 7);
+  EXPECT_EQ(s["all_closed"], false);
+  FeedSync(0, 10, true);
+  FeedSync(1, 8, true);
+  FeedSync(2, 12, true);
+  s = FeedSync(3, 9, true);
+  EXPECT_EQ(s, (json{{"min_delivered", 8}, {"all_closed", true}}));
+}
+
+TEST_F(ClusterStateTest, AWorkerThatReceivesNoDataHoldsEveryoneAtZero) {
+  FormCluster(3);
+  FeedSync(0, 5, true);
+  FeedSync(1, 6, true);
+  json s = FeedSync(2, 0, true);  // its partitions were empty
+  EXPECT_EQ(s, (json{{"min_delivered", 0}, {"all_closed", true}}));
+}
+
+TEST_F(ClusterStateTest, FeedSyncFromANodeThatIsNotFedIsRefused) {
+  FormCluster(3, {1, "", false});  // ps, worker, worker
+  json s = FeedSync(0, 1, false);
+  EXPECT_NE(s.value("error", "").find("not a worker of this cluster"), std::string::npos) << s;
+  // The ps does not count: the watermark is over the two workers.
+  FeedSync(1, 4, true);
+  s = FeedSync(2, 3, true);
+  EXPECT_EQ(s, (json{{"min_delivered", 3}, {"all_closed", true}}));
+}
+
+TEST_F(ClusterStateTest, ReservationTimeoutMessageNamesTheMissingAndTheWholeWait) {
+  Make(3);
+  Register(1);
+  const std::string m = state_->ReservationTimeoutMessage(kStart + 42s, 4711);
+  EXPECT_NE(m.find("after 42 s: 1 of 3 nodes registered; missing executors: 0, 2"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("on port 4711"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sparktf::cluster
