@@ -191,3 +191,59 @@ def imports_a_driver_only_module(args, ctx):
     import time as _t
 
     _t.sleep(30)
+
+
+def restartable_keras(args, ctx):
+    """MultiWorkerMirrored Keras on scikit-learn's digits with BackupAndRestore under
+    args["backup"]. In generation 0, worker 1 SIGKILLs itself at the end of epoch
+    args["kill_epoch"] (1-based). Every node appends {"generation", "epoch", "time"} per
+    finished epoch to out/epochs-<executor>.jsonl and {"generation", "time"} at start to
+    out/starts.jsonl; the chief writes the held-out accuracy to out/result.json."""
+    import signal
+    import time
+
+    start = {"generation": ctx.restart_count, "executor": ctx.executor_id, "time": time.time()}
+    with open(os.path.join(args["out"], "starts.jsonl"), "a") as f:
+        f.write(json.dumps(start) + "\n")
+    os.environ["TF_USE_LEGACY_KERAS"] = "1"
+    import numpy as np
+    import tensorflow as tf
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    x, y = (d.data / 16.0).astype(np.float32), d.target.astype(np.int64)
+    tf.keras.utils.set_random_seed(0)
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    ds = tf.data.Dataset.from_tensor_slices((x[:1500], y[:1500])).shuffle(
+        1500, seed=0).repeat().batch(32 * ctx.num_workers)
+    with strategy.scope():
+        model = tf.keras.Sequential([tf.keras.Input((64,)),
+                                     tf.keras.layers.Dense(64, activation="relu"),
+                                     tf.keras.layers.Dense(10)])
+        model.compile(optimizer=tf.keras.optimizers.Adam(0.01),
+                      loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    log = os.path.join(args["out"], f"epochs-{ctx.executor_id}.jsonl")
+
+    class EpochsAndKill(tf.keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            with open(log, "a") as f:
+                f.write(json.dumps({"generation": ctx.restart_count, "epoch": epoch + 1,
+                                    "time": time.time()}) + "\n")
+            if (ctx.restart_count == 0 and ctx.job_name == "worker" and ctx.task_index == 1
+                    and epoch + 1 == args["kill_epoch"]):
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    model.fit(ds, epochs=args["epochs"], steps_per_epoch=args["steps"], verbose=0,
+              callbacks=[tf.keras.callbacks.BackupAndRestore(args["backup"]),
+                         EpochsAndKill()])
+    pred = np.argmax(model.predict(x[1500:], verbose=0), axis=1)  # collective: every node
+    if ctx.is_chief:
+        with open(os.path.join(args["out"], "result.json"), "w") as f:
+            json.dump({"accuracy": float((pred == y[1500:]).mean()),
+                       "generation": ctx.restart_count}, f)
+
+
+def always_fails(args, ctx):
+    """Worker 1 fails in every generation, naming it."""
+    if ctx.job_name == "worker" and ctx.task_index == 1:
+        raise ValueError(f"deliberate failure in generation {ctx.restart_count}")

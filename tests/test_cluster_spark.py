@@ -230,6 +230,63 @@ def test_coordinator_listens_on_the_drivers_address_only(spark, tmp_path):
         cluster.shutdown(timeout=120)
 
 
+def _jsonl(path):
+    return [json.loads(line) for line in open(path)] if os.path.exists(path) else []
+
+
+@pytest.mark.timeout(600)
+def test_a_killed_worker_is_restarted_and_training_resumes_from_its_backup(spark, tmp_path):
+    """restarts=1: worker 1 kills itself (SIGKILL) after epoch 2 of 5; every node is
+    stopped, the cluster starts again as generation 1 in the same application, Keras's
+    BackupAndRestore resumes at epoch 3, and the model reaches the accuracy of an
+    undisturbed run."""
+    out, backup = tmp_path / "out", tmp_path / "backup"
+    out.mkdir()
+    args = {"out": str(out), "backup": str(backup), "epochs": 5, "steps": 25,
+            "kill_epoch": 2}
+    cluster = TFCluster.run(spark.sparkContext, cluster_funs.restartable_keras, args, 2,
+                            reservation_timeout=120, restarts=1, restart_backoff=0.5)
+    cluster.shutdown(timeout=400)
+    assert cluster.generation == 1
+    starts = _jsonl(out / "starts.jsonl")
+    assert sorted((s["generation"], s["executor"]) for s in starts) == [
+        (0, 0), (0, 1), (1, 0), (1, 1)]
+    for executor in (0, 1):
+        epochs = [(e["generation"], e["epoch"]) for e in _jsonl(out / f"epochs-{executor}.jsonl")]
+        # Generation 0 ran epochs 1-2 (the killed worker died right after logging epoch 2),
+        # generation 1 went on from epoch 3: the epoch counter continued.
+        assert epochs == [(0, 1), (0, 2), (1, 3), (1, 4), (1, 5)], (executor, epochs)
+    result = json.load(open(out / "result.json"))
+    assert result["generation"] == 1
+    assert result["accuracy"] > 0.85, result  # an undisturbed run: about 0.9
+    killed = max(e["time"] for e in _jsonl(out / "epochs-1.jsonl") if e["generation"] == 0)
+    restarted = min(s["time"] for s in starts if s["generation"] == 1)
+    print(f"generation 1 started {restarted - killed:.1f} s after the kill")
+    assert restarted - killed < 30, restarted - killed  # running again within 30 s
+    assert wait_no_node_processes() == []
+
+
+@pytest.mark.timeout(300)
+def test_after_its_restarts_the_cluster_fails_listing_every_generation(spark, tmp_path):
+    cluster = TFCluster.run(spark.sparkContext, cluster_funs.always_fails, None, 2,
+                            reservation_timeout=120, restarts=1, restart_backoff=0.1)
+    with pytest.raises(errors.Aborted) as exc:
+        cluster.shutdown(timeout=200)
+    message = str(exc.value)
+    assert message.startswith("generation 1 failed after 1 restart(s): worker:1"), message
+    assert "ValueError: deliberate failure in generation 1" in message
+    assert "Earlier failures:\ngeneration 0: worker:1 (executor 1" in message
+    assert "ValueError: deliberate failure in generation 0" in message
+    assert cluster.generation == 1
+    assert wait_no_node_processes() == []
+
+
+def test_restarts_are_refused_in_spark_mode_for_now(spark):
+    with pytest.raises(errors.InvalidArgument, match="not supported in InputMode.SPARK"):
+        TFCluster.run(spark.sparkContext, cluster_funs.roles, "/tmp", 2, restarts=1,
+                      input_mode=TFCluster.InputMode.SPARK)
+
+
 def test_more_executors_than_exist_is_a_clear_error(spark):
     t0 = time.monotonic()
     with pytest.raises(ValueError, match=r"num_executors=6 but the cluster has 4 executor"):

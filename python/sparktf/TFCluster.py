@@ -275,7 +275,8 @@ def _node_task(meta: dict):
             cmd = [_agent_binary(), "agent", "--coordinator", meta["coordinator"],
                    "--executor-id", str(executor_id), "--error-file",
                    os.path.join(tmp, "error"), "--reservation-timeout",
-                   str(meta["reservation_timeout"]), "--python", sys.executable]
+                   str(meta["reservation_timeout"]), "--python", sys.executable,
+                   "--generation", str(meta.get("generation", 0))]
             spark_executor = _spark_executor_id(jvm) if jvm else ""
             if spark_executor:
                 cmd += ["--spark-executor-id", spark_executor]
@@ -310,14 +311,22 @@ def _node_task(meta: dict):
 class TFCluster:
     """A running sparktf cluster (returned by :func:`run`)."""
 
-    def __init__(self, sc, coordinator, job_thread, job_group: str, cluster_info: dict,
+    def __init__(self, sc, coordinator, meta: dict, num_executors: int, cluster_id: str,
                  input_mode: int, log_dir: str | None, token: str = "",
-                 queues: list | None = None, feed_cluster_id: str = ""):
+                 queues: list | None = None, feed_cluster_id: str = "", restarts: int = 0,
+                 restart_backoff: float = 1.0):
         self.sc = sc
         self._coordinator = coordinator
-        self._job = job_thread
-        self._job_group = job_group
-        self.cluster_info = cluster_info
+        self._meta = meta
+        self._num_executors = num_executors
+        self._cluster_id = cluster_id
+        self._job = None
+        self._job_group = ""
+        self.cluster_info: dict = {}
+        self.generation = 0  # restarts so far
+        self._restarts_left = int(restarts)
+        self._restart_backoff = float(restart_backoff)
+        self._failures: list[str] = []  # of the generations before this one
         self.input_mode = input_mode
         self.log_dir = log_dir
         self._closed = False
@@ -451,15 +460,69 @@ class TFCluster:
             out[qname] = {"nodes": per_node, **totals}
         return out
 
-    def _fail(self, message: str, exc_type=errors.Aborted):
-        self._coordinator.abort(message)
+    def _start_generation(self) -> None:
+        """Runs this generation's nodes (one barrier stage of num_executors tasks, in a job
+        group of its own) and returns once every node has its role; fails the cluster
+        when they cannot register in time."""
+        meta = dict(self._meta, generation=self.generation)
+        n = self._num_executors
+        nodes = self.sc.parallelize(range(n), n)
+        self._job_group = f"sparktf-{self._cluster_id}-{self.generation}"
+        self._job = _JobThread(
+            self.sc, lambda: nodes.barrier().mapPartitions(_node_task(meta)).collect(),
+            self._job_group)
+        t0 = time.monotonic()
+        self._job.start()
+        logger.info("sparktf: coordinator %s waiting for %d nodes (generation %d)",
+                    meta["coordinator"], n, self.generation)
+        deadline = t0 + meta["reservation_timeout"]
+        while True:
+            try:
+                if self._coordinator.wait_reserved(
+                        min(0.5, max(deadline - time.monotonic(), 0.01))):
+                    break
+            except errors.Aborted as e:
+                self._fail(str(e))
+            if self._job.error is not None:
+                self._fail(f"the Spark job running the nodes failed before they registered: "
+                           f"{self._job.error}")
+            if time.monotonic() >= deadline:
+                self._fail(self._coordinator.last_wait_error(), errors.DeadlineExceeded)
+        self.cluster_info = json.loads(self._coordinator.cluster_json())
+        logger.info("sparktf: cluster ready in %.1f s: %s", time.monotonic() - t0,
+                    self.cluster_info)
+
+    def _stop_nodes(self) -> None:
+        """Cancels this generation's node tasks and waits (up to 30 s) for their job."""
         try:
             self.sc.cancelJobGroup(self._job_group)
         except Exception as e:  # noqa: BLE001 - a stopped SparkContext has no jobs left
             logger.debug("sparktf: cancelling the nodes' job: %s", e)
-        self._job.join(30)
+        if self._job is not None:
+            self._job.join(30)
+
+    def _restart(self, failure: str) -> None:
+        """After a failure of this generation: stops its nodes and starts the next one."""
+        self._failures.append(f"generation {self.generation}: {failure}")
+        self._restarts_left -= 1
+        logger.warning("sparktf: generation %d failed; restarting the cluster (%d more "
+                       "restart(s) allowed): %s", self.generation, self._restarts_left, failure)
+        self._stop_nodes()
+        self.generation = self._coordinator.restart()
+        time.sleep(self._restart_backoff)
+        _wait_for_slots(self.sc, self._num_executors,
+                        min(self._meta["reservation_timeout"], DEFAULT_SLOT_WAIT))
+        self._start_generation()
+
+    def _fail(self, message: str, exc_type=errors.Aborted):
+        self._coordinator.abort(message)
+        self._stop_nodes()
         self._coordinator.shutdown()
         self._closed = True
+        if self._failures:
+            message = (f"generation {self.generation} failed after {len(self._failures)} "
+                       f"restart(s): {message}\n\nEarlier failures:\n" +
+                       "\n\n".join(self._failures))
         raise exc_type(message)
 
     def _with_spark_explanation(self, message: str) -> str:
@@ -488,14 +551,20 @@ class TFCluster:
             return True
         deadline = time.monotonic() + timeout
         while True:
+            failure = None
             try:
                 if self._coordinator.wait_finished(min(1.0, max(timeout, 0.01))):
                     return True
             except errors.Aborted as e:
-                self._fail(self._with_spark_explanation(str(e)))
-            if not self._job.is_alive() and self._job.error is not None:
-                self._fail(self._with_spark_explanation(
-                    f"the Spark job running the nodes failed: {self._job.error}"))
+                failure = str(e)
+            if failure is None and not self._job.is_alive() and self._job.error is not None:
+                failure = f"the Spark job running the nodes failed: {self._job.error}"
+            if failure is not None:
+                failure = self._with_spark_explanation(failure)
+                if self._restarts_left <= 0:
+                    self._fail(failure)
+                self._restart(failure)
+                continue
             if time.monotonic() >= deadline:
                 return False
 
@@ -542,12 +611,19 @@ class _JobThread(threading.Thread):
 def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
         input_mode=InputMode.TENSORFLOW, log_dir=None, driver_ps_nodes=False,
         master_node=None, reservation_timeout=600, queues=None, eval_node=False,
-        release_port=True, heartbeat_timeout=10.0):
+        release_port=True, heartbeat_timeout=10.0, restarts=0, restart_backoff=1.0):
     """Starts a TensorFlow cluster on `num_executors` Spark executors and runs
     ``map_fun(tf_args, ctx)`` on each (TFoS's TFCluster.run). Returns once every
     node has its role; raises a clear error within seconds when Spark cannot
     provide the task slots, and after `reservation_timeout` s when nodes do not
-    register (naming the missing executors)."""
+    register (naming the missing executors).
+
+    With `restarts=K` (InputMode.TENSORFLOW), a failure of any node stops every node and
+    starts the cluster again in the same application, up to K times, `restart_backoff` s
+    after the failure: a new generation (``ctx.restart_count``) with new node tasks, ports
+    and TF_CONFIG. Training resumes from the user's own checkpoints (Keras
+    ``BackupAndRestore``, a ``CheckpointManager``) on a path every node sees. After K
+    restarts the next failure raises, listing every generation's failure."""
     try:  # the standalone package loads faster on the node than pyspark's copy
         import cloudpickle
     except ImportError:
@@ -561,6 +637,12 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
     if master_node not in (None, "chief", "master"):
         raise errors.InvalidArgument(f"master_node must be None, 'chief' or 'master', "
                                      f"got {master_node!r}")
+    if int(restarts) < 0:
+        raise errors.InvalidArgument(f"restarts must be >= 0, got {restarts}")
+    if restarts and input_mode == InputMode.SPARK:
+        raise errors.InvalidArgument(
+            "restarts are not supported in InputMode.SPARK yet (what to feed again after a "
+            "restart is not defined); use InputMode.TENSORFLOW with your own input pipeline")
     if tensorboard and not log_dir:
         log_dir = tempfile.mkdtemp(prefix="sparktf-tensorboard-")
     num_executors = int(num_executors)
@@ -589,30 +671,8 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
                                                          "queues": list(queues or ["input"])})),
         "feed_cluster_id": feed_cluster_id or None,
     }
-    nodes = sc.parallelize(range(num_executors), num_executors)
-    group = f"sparktf-{cluster_id}"
-    job = _JobThread(sc, lambda: nodes.barrier().mapPartitions(_node_task(meta)).collect(),
-                     group)
-    t0 = time.monotonic()
-    job.start()
-    logger.info("sparktf: coordinator %s waiting for %d nodes", meta["coordinator"],
-                num_executors)
-    deadline = t0 + float(reservation_timeout)
-    cluster = TFCluster(sc, coordinator, job, group, {}, input_mode, log_dir, token, queues,
-                        feed_cluster_id)
+    cluster = TFCluster(sc, coordinator, meta, num_executors, cluster_id, input_mode, log_dir,
+                        token, queues, feed_cluster_id, restarts, restart_backoff)
     cluster._coordinator_address = meta["coordinator"]
-    while True:
-        try:
-            if coordinator.wait_reserved(min(0.5, max(deadline - time.monotonic(), 0.01))):
-                break
-        except errors.Aborted as e:
-            cluster._fail(str(e))
-        if job.error is not None:
-            cluster._fail(f"the Spark job running the nodes failed before they registered: "
-                          f"{job.error}")
-        if time.monotonic() >= deadline:
-            cluster._fail(coordinator.last_wait_error(), errors.DeadlineExceeded)
-    cluster.cluster_info = json.loads(coordinator.cluster_json())
-    logger.info("sparktf: cluster ready in %.1f s: %s", time.monotonic() - t0,
-                cluster.cluster_info)
+    cluster._start_generation()
     return cluster

@@ -128,6 +128,7 @@ class NodeContext:
     cluster_spec  {job: [host:port, ...]} for every job
     num_workers   workers plus the chief/master
     is_chief      writes exports and summaries (decided by the coordinator)
+    restart_count 0, or how many times the cluster was restarted (TFCluster.run restarts=K)
     feed_index    position among the training workers, chief first (-1 for ps and
                   evaluator): which share of the files or partitions this node gets
     defaultFS     the cluster's default file system URI ('file://' locally)
@@ -150,6 +151,9 @@ class NodeContext:
         self.is_chief = bool(info.get("is_chief", False))
         self.feed_index = int(info.get("feed_index", -1))
         self._fed = bool(info.get("fed", False))
+        # 0 in the first run of the cluster, k after its k-th restart (TFCluster.run's
+        # restarts): resume from the checkpoints of the runs before.
+        self.restart_count = int(info.get("generation", 0))
         self.defaultFS = defaultFS
         self.working_dir = working_dir or os.getcwd()
         self._port_fd = int(os.environ.get("SPARKTF_PORT_FD", "-1"))
@@ -192,7 +196,8 @@ class NodeContext:
         """Waits until every node of the cluster reached the barrier `name`."""
         from sparktf import _native
 
-        _native.barrier(self._coordinator, self._token, name, self.executor_id, 0, timeout)
+        _native.barrier(self._coordinator, self._token, name, self.executor_id, 0, timeout,
+                        self.restart_count)
 
     def export_model(self, model, export_dir: str) -> str | None:
         """Exports a SavedModel. Every worker must call it (saving may run

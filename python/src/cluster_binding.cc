@@ -42,6 +42,7 @@ class PyCoordinator {
   }
   std::string last_wait_error() const { return last_wait_error_; }
   void Abort(const std::string& reason) { c_->Abort(reason); }
+  int Restart() { return c_->Restart(); }
   std::string ClusterJson() const { return c_->ClusterJson(); }
   std::string StatusJson() const { return c_->StatusJson(); }
   void Shutdown() {
@@ -87,17 +88,20 @@ void InitCluster(nb::module_& m) {
       .def("abort", &PyCoordinator::Abort, nb::arg("reason"))
       .def("cluster_json", &PyCoordinator::ClusterJson)
       .def("status_json", &PyCoordinator::StatusJson)
+      .def("restart", &PyCoordinator::Restart)
       .def("shutdown", &PyCoordinator::Shutdown);
 
   m.def("barrier", [](const std::string& address, const std::string& token,
-                      const std::string& name, int executor_id, int count, double timeout) {
+                      const std::string& name, int executor_id, int count, double timeout,
+                      int generation) {
     Status st;
     {
       nb::gil_scoped_release release;
       st = [&]() -> Status {
         ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(address));
         ASSIGN_OR_RETURN(Connection conn, Connection::Open(hp, token, Ms(timeout)));
-        nlohmann::json req = {{"name", name}, {"executor_id", executor_id}};
+        nlohmann::json req = {{"name", name}, {"executor_id", executor_id},
+                              {"generation", generation}};
         if (count > 0) req["count"] = count;
         return conn.Call(MessageType::kBarrier, req.dump(), MessageType::kBarrierDone, Ms(timeout))
             .status()
@@ -106,7 +110,7 @@ void InitCluster(nb::module_& m) {
     }
     ThrowIfError(st);
   }, nb::arg("address"), nb::arg("token"), nb::arg("name"), nb::arg("executor_id"),
-     nb::arg("count") = 0, nb::arg("timeout") = 600.0);
+     nb::arg("count") = 0, nb::arg("timeout") = 600.0, nb::arg("generation") = 0);
 
   m.def("get_status", [](const std::string& address, const std::string& token, double timeout) {
     Result<std::string> r = [&]() -> Result<std::string> {

@@ -195,6 +195,9 @@ void AddClusterCommands(CLI::App* app) {
                     "Write 'ready' to this descriptor once the command runs, then close it");
   agent->add_option("--watch-pid", aa->options.watch_pid,
                     "Stop when this process (the Spark executor) ends, instead of the parent");
+  agent->add_option("--generation", aa->options.generation,
+                    "The cluster's generation (restarts so far) this node belongs to")
+      ->capture_default_str();
   agent->add_option("--spark-executor-id", aa->options.spark_executor,
                     "Spark's id of the executor this node runs in (for messages)");
   agent->add_option("command", aa->options.command, "The command (after --)")->required();

@@ -17,6 +17,38 @@ NodeState* ClusterState::NodeOf(int conn) {
   return n == nodes_.end() ? nullptr : &n->second;
 }
 
+bool ClusterState::OfThisGeneration(int conn, const json& j, const char* what, Effects* fx) {
+  const int g = j.contains("generation") && j["generation"].is_number_integer()
+                    ? j["generation"].get<int>()
+                    : 0;
+  if (g == generation_) return true;
+  ++stale_;
+  Reject(conn,
+         Status::Aborted(std::string(what) + " of generation " + std::to_string(g) +
+                         ", but the cluster is at generation " + std::to_string(generation_) +
+                         " (a node of a cluster that was restarted)"),
+         fx);
+  return false;
+}
+
+void ClusterState::Restart(TimePoint now, Effects* fx) {
+  for (const auto& [conn, id] : executor_of_conn_) fx->close.push_back(conn);
+  for (const auto& [name, waiting] : barrier_waiters_) {
+    fx->close.insert(fx->close.end(), waiting.begin(), waiting.end());
+  }
+  nodes_.clear();
+  executor_of_conn_.clear();
+  awaiting_cluster_.clear();
+  barrier_waiters_.clear();
+  barrier_arrivals_.clear();
+  feeds_.clear();
+  cluster_spec_.clear();
+  reserved_ = aborted_ = services_stopping_ = finished_ = false;
+  abort_reason_.clear();
+  created_ = now;
+  ++generation_;
+}
+
 void ClusterState::Reject(int conn, const Status& why, Effects* fx) {
   ++rejected_;
   fx->messages.push_back({conn, MessageType::kError, ErrorPayload(why)});
@@ -32,7 +64,7 @@ void ClusterState::OnFrame(int conn, const Frame& f, TimePoint now, Effects* fx)
       if (reserved_) {
         fx->messages.push_back({conn, MessageType::kClusterSpec,
                                 TensorFlowNodeInfo(cluster_spec_, n->role, n->executor_id,
-                                                   options_.num_nodes)});
+                                                   options_.num_nodes, generation_)});
       } else {
         awaiting_cluster_.insert(conn);
       }
@@ -62,6 +94,7 @@ void ClusterState::HandleRegister(int conn, const std::string& payload, TimePoin
     return Reject(conn, Status::InvalidArgument("REGISTER needs executor_id, host and port"),
                   fx);
   }
+  if (!OfThisGeneration(conn, j, "REGISTER", fx)) return;
   const int id = j["executor_id"].get<int>();
   if (id < 0 || id >= options_.num_nodes) {
     return Reject(conn,
@@ -125,7 +158,7 @@ void ClusterState::FormCluster(Effects* fx) {
     if (NodeState* n = NodeOf(conn)) {
       fx->messages.push_back({conn, MessageType::kClusterSpec,
                               TensorFlowNodeInfo(cluster_spec_, n->role, n->executor_id,
-                                                 options_.num_nodes)});
+                                                 options_.num_nodes, generation_)});
     }
   }
   awaiting_cluster_.clear();
@@ -184,6 +217,7 @@ void ClusterState::HandleBarrier(int conn, const std::string& payload, Effects* 
       !j.contains("executor_id") || !j["executor_id"].is_number_integer()) {
     return Reject(conn, Status::InvalidArgument("BARRIER needs name and executor_id"), fx);
   }
+  if (!OfThisGeneration(conn, j, "BARRIER", fx)) return;
   if (aborted_) return Reject(conn, Status::Aborted("cluster aborted: " + abort_reason_), fx);
   const std::string name = j["name"].get<std::string>();
   auto& arrived = barrier_arrivals_[name];
@@ -210,6 +244,7 @@ void ClusterState::HandleFeedSync(int conn, const std::string& payload, Effects*
         conn, Status::InvalidArgument("FEED_SYNC needs executor_id, qname, delivered, closed"),
         fx);
   }
+  if (!OfThisGeneration(conn, j, "FEED_SYNC", fx)) return;
   const int id = j["executor_id"].get<int>();
   auto node = nodes_.find(id);
   if (!reserved_ || node == nodes_.end() || !node->second.role.fed) {
@@ -365,6 +400,8 @@ std::string ClusterState::StatusJson() const {
     feeds[qname] = q;
   }
   return json{{"num_nodes", options_.num_nodes},
+              {"generation", generation_},
+              {"stale_messages", stale_},
               {"registered", nodes_.size()},
               {"reserved", reserved_},
               {"finished", finished_},

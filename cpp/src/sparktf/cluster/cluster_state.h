@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "sparktf/cluster/protocol.h"
 #include "sparktf/cluster/tensorflow_roles.h"
 
@@ -79,7 +81,13 @@ class ClusterState {
   void Abort(const std::string& reason, Effects* fx);
   // A connection refused by the transport (bad token, bad frame, no HELLO in time).
   void CountRejection() { ++rejected_; }
+  // Starts the next generation: the nodes of this one are forgotten and their agents'
+  // connections closed; nodes register again (with the new generation number) and the
+  // cluster forms anew. Frames that name another generation are refused and counted.
+  void Restart(TimePoint now, Effects* fx);
 
+  int generation() const { return generation_; }
+  int stale_messages() const { return stale_; }
   bool reserved() const { return reserved_; }
   bool aborted() const { return aborted_; }
   bool finished() const { return finished_; }
@@ -106,9 +114,14 @@ class ClusterState {
   std::string Describe(const NodeState& n) const;
   // The node whose agent holds `conn`, or nullptr.
   NodeState* NodeOf(int conn);
+  // False (and the frame refused and counted) when `j` names a generation other than
+  // this one; frames without one are of generation 0.
+  bool OfThisGeneration(int conn, const nlohmann::json& j, const char* what, Effects* fx);
 
   const ClusterOptions options_;
-  const TimePoint created_;
+  TimePoint created_;  // of this generation
+  int generation_ = 0;
+  int stale_ = 0;
   std::map<int, NodeState> nodes_;       // by executor id
   std::map<int, int> executor_of_conn_;  // agents' connections
   std::set<int> awaiting_cluster_;       // connections waiting for CLUSTER_SPEC

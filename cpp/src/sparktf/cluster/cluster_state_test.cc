@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 namespace sparktf::cluster {
@@ -257,6 +259,43 @@ TEST_F(ClusterStateTest, FeedSyncFromANodeThatIsNotFedIsRefused) {
   FeedSync(1, 4, true);
   s = FeedSync(2, 3, true);
   EXPECT_EQ(s, (json{{"min_delivered", 3}, {"all_closed", true}}));
+}
+
+TEST_F(ClusterStateTest, ARestartFormsANewGenerationAndRefusesTheOldOne) {
+  FormCluster(2);
+  Effects fx = Send(1, MessageType::kReportExit, {{"exit_code", 137}, {"signal", 9}});
+  ASSERT_TRUE(state_->aborted());
+  fx = Effects{};
+  state_->Restart(kStart + 5s, &fx);
+  EXPECT_EQ(state_->generation(), 1);
+  EXPECT_FALSE(state_->aborted() || state_->reserved() || state_->finished());
+  std::sort(fx.close.begin(), fx.close.end());
+  EXPECT_EQ(fx.close, (std::vector<int>{0, 1}));  // the old agents' connections
+  EXPECT_EQ(state_->ClusterJson(), "{}");
+
+  // A late node of generation 0 is refused and counted; generation 1 forms the cluster.
+  fx = Register(0);
+  ASSERT_EQ(Of(fx, MessageType::kError).size(), 1u);
+  EXPECT_NE(fx.messages[0].payload.find("REGISTER of generation 0, but the cluster is at "
+                                        "generation 1"),
+            std::string::npos)
+      << fx.messages[0].payload;
+  EXPECT_EQ(state_->stale_messages(), 1);
+  for (int i = 0; i < 2; ++i) {
+    fx = Send(10 + i, MessageType::kRegister,
+              {{"executor_id", i}, {"host", "h"}, {"port", 1}, {"generation", 1}});
+    ASSERT_EQ(Of(fx, MessageType::kRegistered).size(), 1u);
+  }
+  ASSERT_TRUE(state_->reserved());
+  fx = Send(10, MessageType::kAwaitCluster, json::object());
+  EXPECT_EQ(json::parse(fx.messages.at(0).payload)["generation"], 1);
+  fx = Send(20, MessageType::kBarrier, {{"name", "b"}, {"executor_id", 0}});  // generation 0
+  EXPECT_EQ(Of(fx, MessageType::kError).size(), 1u);
+  EXPECT_EQ(state_->stale_messages(), 2);
+  // The reservation clock restarted with the generation.
+  EXPECT_NE(state_->ReservationTimeoutMessage(kStart + 8s, 1).find("after 3 s"),
+            std::string::npos);
+  EXPECT_EQ(json::parse(state_->StatusJson())["generation"], 1);
 }
 
 TEST_F(ClusterStateTest, ReservationTimeoutMessageNamesTheMissingAndTheWholeWait) {

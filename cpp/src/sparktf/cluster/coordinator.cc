@@ -257,6 +257,15 @@ void Coordinator::Abort(const std::string& reason) {
   Wake();
 }
 
+int Coordinator::Restart() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Effects fx;
+  state_.Restart(Clock::now(), &fx);
+  Apply(fx);
+  Wake();
+  return state_.generation();
+}
+
 Status Coordinator::WaitReserved(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait_for(lock, timeout,

@@ -56,6 +56,9 @@ class Coordinator {
   Status WaitFinished(std::chrono::milliseconds timeout);
   // Tells every node to kill its processes; the first reason is kept.
   void Abort(const std::string& reason);
+  // Starts the next generation on the same port (ClusterState::Restart); returns its
+  // number. WaitReserved then waits for the new generation's nodes.
+  int Restart();
   // The cluster spec and per-node roles (JSON), or "{}" before reservation.
   std::string ClusterJson() const;
   // Everything: nodes, phases, exits, errors (JSON).

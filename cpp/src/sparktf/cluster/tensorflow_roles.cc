@@ -52,7 +52,7 @@ std::string TensorFlowClusterSpec(const std::vector<Role>& roles,
 }
 
 std::string TensorFlowNodeInfo(const std::string& cluster_spec, const Role& role,
-                               int executor_id, int num_nodes) {
+                               int executor_id, int num_nodes, int generation) {
   const json spec = json::parse(cluster_spec);
   json tf_cluster = spec;
   tf_cluster.erase("evaluator");  // TensorFlow wants the evaluator outside the cluster
@@ -73,6 +73,7 @@ std::string TensorFlowNodeInfo(const std::string& cluster_spec, const Role& role
               {"is_chief", role.is_chief},
               {"fed", role.fed},
               {"feed_index", role.feed_index},
+              {"generation", generation},
               {"tf_config", tf_config.dump()}}
       .dump();
 }

@@ -42,8 +42,9 @@ std::string TensorFlowClusterSpec(const std::vector<Role>& roles,
                                   const std::vector<std::string>& addresses);
 
 // What one node is told once the cluster is formed (the CLUSTER_SPEC payload): its
-// role, the rules above, the cluster spec and its TF_CONFIG.
+// role, the rules above, the cluster spec, its TF_CONFIG and the cluster's generation
+// (0, then 1 after the first restart, ...).
 std::string TensorFlowNodeInfo(const std::string& cluster_spec, const Role& role,
-                               int executor_id, int num_nodes);
+                               int executor_id, int num_nodes, int generation);
 
 }  // namespace sparktf::cluster

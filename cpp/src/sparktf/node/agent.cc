@@ -176,7 +176,8 @@ Result<int> RunAgent(const AgentOptions& o) {
   const std::string host = LocalAddress(conn.fd());
   json gpus = o.gpus;
   json reg = {{"executor_id", o.executor_id}, {"host", host}, {"port", port},
-              {"pid", ::getpid()}, {"gpus", gpus}, {"feed_port", feeds ? feeds->port() : 0}};
+              {"pid", ::getpid()}, {"gpus", gpus}, {"feed_port", feeds ? feeds->port() : 0},
+              {"generation", o.generation}};
   if (!o.spark_executor.empty()) reg["spark_executor"] = o.spark_executor;
   if (const char* container = std::getenv("CONTAINER_ID"); container && *container) {
     reg["container"] = container;

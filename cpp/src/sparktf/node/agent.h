@@ -44,6 +44,8 @@ struct AgentOptions {
   // Where the node runs, for messages: Spark's id of the executor (and the YARN container,
   // from $CONTAINER_ID) are sent with the registration.
   std::string spark_executor;
+  // The cluster's generation this node belongs to (0, then 1 after a restart, ...).
+  int generation = 0;
   // SPARK mode: serve feeds for this cluster id (node/feed_service.h).
   std::string feed_cluster_id;
   std::chrono::milliseconds feed_timeout{600000};
