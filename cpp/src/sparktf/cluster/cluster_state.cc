@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "sparktf/common/json_internal.h"
+
 namespace sparktf::cluster {
 
 using json = nlohmann::json;
@@ -18,9 +20,7 @@ NodeState* ClusterState::NodeOf(int conn) {
 }
 
 bool ClusterState::OfThisGeneration(int conn, const json& j, const char* what, Effects* fx) {
-  const int g = j.contains("generation") && j["generation"].is_number_integer()
-                    ? j["generation"].get<int>()
-                    : 0;
+  const int g = JsonGetOr(j, "generation", 0);
   if (g == generation_) return true;
   ++stale_;
   Reject(conn,
@@ -121,20 +121,15 @@ void ClusterState::HandleRegister(int conn, const std::string& payload, TimePoin
                       " registered twice (more than one task slot per executor?)"),
                   fx);
   }
-  auto optional_string = [&j](const char* key) {
-    return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
-  };
   NodeState n;
   n.executor_id = id;
   n.host = j["host"].get<std::string>();
   n.port = j["port"].get<int>();
-  n.pid = j.contains("pid") && j["pid"].is_number_integer() ? j["pid"].get<int>() : 0;
-  n.spark_executor = optional_string("spark_executor");
-  n.container = optional_string("container");
+  n.pid = JsonGetOr(j, "pid", 0);
+  n.spark_executor = JsonGetOr(j, "spark_executor", "");
+  n.container = JsonGetOr(j, "container", "");
   n.gpus = j.contains("gpus") ? j["gpus"].dump() : "[]";
-  n.feed_port = j.contains("feed_port") && j["feed_port"].is_number_integer()
-                    ? j["feed_port"].get<int>()
-                    : 0;
+  n.feed_port = JsonGetOr(j, "feed_port", 0);
   n.conn = conn;
   n.last_seen = now;
   nodes_[id] = std::move(n);
@@ -169,7 +164,7 @@ void ClusterState::HandleHeartbeat(int conn, const std::string& payload, TimePoi
   if (!n) return;
   n->last_seen = now;
   json j = json::parse(payload, nullptr, false);
-  if (j.is_object() && j.value("state", "") == "running") {
+  if (JsonGetOr(j, "state", "") == "running") {
     if (j.contains("tensorboard") && j["tensorboard"].is_string()) {
       n->tensorboard = j["tensorboard"].get<std::string>();
     }
@@ -184,19 +179,13 @@ void ClusterState::HandleExit(int conn, const std::string& payload, Effects* fx)
   if (!j.is_object()) {
     return Reject(conn, Status::InvalidArgument("REPORT_EXIT needs a JSON object"), fx);
   }
-  auto get_int = [&j](const char* key, int otherwise) {
-    return j.contains(key) && j[key].is_number_integer() ? j[key].get<int>() : otherwise;
-  };
-  auto get_string = [&j](const char* key) {
-    return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
-  };
   n->phase = NodeState::kExited;
-  n->exit_code = get_int("exit_code", -1);
-  n->signal = get_int("signal", 0);
-  n->stopped = j.contains("stopped") && j["stopped"].is_boolean() && j["stopped"].get<bool>();
-  n->traceback = get_string("traceback");
-  n->stderr_tail = get_string("stderr_tail");
-  n->reason = get_string("reason");
+  n->exit_code = JsonGetOr(j, "exit_code", -1);
+  n->signal = JsonGetOr(j, "signal", 0);
+  n->stopped = JsonGetOr(j, "stopped", false);
+  n->traceback = JsonGetOr(j, "traceback", "");
+  n->stderr_tail = JsonGetOr(j, "stderr_tail", "");
+  n->reason = JsonGetOr(j, "reason", "");
   fx->messages.push_back({conn, MessageType::kReportAck, "{}"});
   const bool failed = !n->stopped && (n->exit_code != 0 || n->signal != 0);
   if (!failed) return;
@@ -223,9 +212,7 @@ void ClusterState::HandleBarrier(int conn, const std::string& payload, Effects* 
   auto& arrived = barrier_arrivals_[name];
   arrived.insert(j["executor_id"].get<int>());
   barrier_waiters_[name].push_back(conn);
-  const int need = j.contains("count") && j["count"].is_number_integer()
-                       ? j["count"].get<int>()
-                       : options_.num_nodes;
+  const int need = JsonGetOr(j, "count", options_.num_nodes);
   if (static_cast<int>(arrived.size()) < need) return;
   for (int waiter : barrier_waiters_[name]) {
     fx->messages.push_back({waiter, MessageType::kBarrierDone, json{{"name", name}}.dump()});
@@ -267,8 +254,8 @@ void ClusterState::HandleFeedSync(int conn, const std::string& payload, Effects*
       continue;
     }
     json p = json::parse(it->second, nullptr, false);
-    min_delivered = std::min<uint64_t>(min_delivered, p.value("delivered", uint64_t{0}));
-    all_closed = all_closed && p.value("closed", false);
+    min_delivered = std::min<uint64_t>(min_delivered, JsonGetOr(p, "delivered", uint64_t{0}));
+    all_closed = all_closed && JsonGetOr(p, "closed", false);
   }
   if (min_delivered == UINT64_MAX) min_delivered = 0;
   fx->messages.push_back(

@@ -148,6 +148,22 @@ TEST_F(ClusterStateTest, ATypeMismatchInAnExitReportIsAFailureNotACrash) {
   EXPECT_TRUE(state_->aborted());  // exit code unknown (-1): a failure
 }
 
+TEST_F(ClusterStateTest, MistypedFieldsMeanDefaultsNeverAnException) {
+  Make(2);
+  Effects fx = Send(0, MessageType::kRegister, {{"executor_id", 0}, {"host", "h0"},
+                                               {"port", 1}, {"pid", "x"}, {"feed_port", 2.5},
+                                               {"container", 7}, {"generation", "0"}});
+  ASSERT_EQ(Of(fx, MessageType::kRegistered).size(), 1u);
+  Send(0, MessageType::kHeartbeat, {{"state", 5}, {"tensorboard", 1}});
+  Send(0, MessageType::kHeartbeat, json::array({1, 2}));
+  Register(1);
+  json status = json::parse(state_->StatusJson());
+  EXPECT_EQ(status["nodes"][0]["phase"], "registered");  // not "running"
+  EXPECT_EQ(status["nodes"][0]["pid"], 0);
+  fx = Send(0, MessageType::kBarrier, {{"name", "b"}, {"executor_id", 0}, {"count", "all"}});
+  EXPECT_TRUE(fx.messages.empty());  // waits for all (the default count)
+}
+
 TEST_F(ClusterStateTest, ASilentNodeIsLostAfterTheHeartbeatTimeoutAndNamed) {
   FormCluster(2);
   Effects fx;

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "sparktf/common/json_internal.h"
+
 namespace sparktf::cluster {
 
 using nlohmann::json;
@@ -118,11 +120,11 @@ Status ErrorFromPayload(std::string_view payload, const std::string& peer) {
   if (j.is_discarded() || !j.is_object()) {
     return Status::Internal(peer + " sent an unreadable error");
   }
-  int code = j.value("code", static_cast<int>(StatusCode::kInternal));
+  int code = JsonGetOr(j, "code", static_cast<int>(StatusCode::kInternal));
   if (code <= 0 || code > static_cast<int>(StatusCode::kLastCode)) {
     code = static_cast<int>(StatusCode::kInternal);
   }
-  return Status(static_cast<StatusCode>(code), peer + ": " + j.value("message", ""));
+  return Status(static_cast<StatusCode>(code), peer + ": " + JsonGetOr(j, "message", ""));
 }
 
 Result<Connection> Connection::Open(const HostPort& addr, const std::string& token,

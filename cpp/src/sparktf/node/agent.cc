@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "sparktf/common/json_internal.h"
 #include "sparktf/feed/ring.h"
 #include "sparktf/node/feed_service.h"
 
@@ -199,7 +200,7 @@ Result<int> RunAgent(const AgentOptions& o) {
           if (!spec.is_object()) return Status::Internal("unreadable cluster spec");
         } else if (f.type == MessageType::kAbort) {
           return Status::Aborted("cluster aborted before it started: " +
-                                 json::parse(f.payload, nullptr, false).value("reason", ""));
+                                 JsonGetOr(json::parse(f.payload, nullptr, false), "reason", ""));
         }
         continue;
       }
@@ -225,7 +226,7 @@ Result<int> RunAgent(const AgentOptions& o) {
   // Environment of the TF process.
   std::vector<std::string> env;
   std::map<std::string, std::string> extra = o.env;
-  extra["TF_CONFIG"] = spec.value("tf_config", "");
+  extra["TF_CONFIG"] = JsonGetOr(spec, "tf_config", "");
   extra["SPARKTF_CLUSTER_INFO"] = spec.dump();
   extra["SPARKTF_COORDINATOR"] = o.coordinator.ToString();
   extra["SPARKTF_TOKEN"] = o.token;
@@ -337,7 +338,7 @@ Result<int> RunAgent(const AgentOptions& o) {
         }
         if (f.type == MessageType::kAbort) {
           std::cerr << "sparktf agent " << o.executor_id << ": cluster aborted: "
-                    << json::parse(f.payload, nullptr, false).value("reason", "") << "\n";
+                    << JsonGetOr(json::parse(f.payload, nullptr, false), "reason", "") << "\n";
           stop_child("aborted by the coordinator");
         } else if (f.type == MessageType::kStop) {
           stop_child("stopped by the coordinator");

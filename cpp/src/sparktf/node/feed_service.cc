@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sparktf/feed/stream.h"
+#include "sparktf/common/json_internal.h"
 
 namespace sparktf::node {
 namespace {
@@ -170,12 +171,12 @@ Status FeedServer::Session(Connection& conn, bool local) {
       !j["qname"].is_string()) {
     return Status::InvalidArgument("expected FEED_OPEN {\"qname\", ...}");
   }
-  const int64_t partition = j.value("partition", int64_t{0});
-  const bool inference = j.value("inference", false);
+  const int64_t partition = JsonGetOr(j, "partition", int64_t{0});
+  const bool inference = JsonGetOr(j, "inference", false);
   ASSIGN_OR_RETURN(std::string ring, FeedRingName(o_.cluster_id, o_.executor_id,
                                                   j["qname"].get<std::string>()));
   RETURN_NOT_OK(WaitForRing(ring));
-  if (j.value("close", false)) {
+  if (JsonGetOr(j, "close", false)) {
     ASSIGN_OR_RETURN(auto r, feed::Ring::Attach(ring));
     r->CloseInput();
     return conn.Send(MessageType::kFeedDone, "{}");
@@ -276,7 +277,7 @@ Result<std::unique_ptr<FeedSession>> FeedSession::Open(const FeedTarget& target,
   if (!r.is_object() || !r.contains("ring") || !r["ring"].is_string()) {
     return Status::Internal("malformed FEED_READY");
   }
-  if (r.value("local", false)) {
+  if (JsonGetOr(r, "local", false)) {
     std::string result_ring;
     if (inference) {
       ASSIGN_OR_RETURN(result_ring, FeedRingName(target.cluster_id, target.executor_id,
@@ -407,7 +408,8 @@ feed::LockstepSync MakeLockstepSync(const HostPort& coordinator, const std::stri
     }
     json j = json::parse(reply->payload, nullptr, false);
     if (!j.is_object()) return Status::Internal("malformed FEED_STATE");
-    return feed::Watermark{j.value("min_delivered", uint64_t{0}), j.value("all_closed", false)};
+    return feed::Watermark{JsonGetOr(j, "min_delivered", uint64_t{0}),
+                           JsonGetOr(j, "all_closed", false)};
   };
 }
 
