@@ -8,11 +8,12 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz --target record_reader_fuzz example_fuzz protocol_fuzz batch_fuzz pickle_fuzz \
-  uri_fuzz
+  uri_fuzz feed_service_fuzz
 corpus=build/fuzz/corpus
 crashes=build/fuzz/crashes
 mkdir -p "$corpus/record_reader_fuzz" "$corpus/example_fuzz" "$corpus/protocol_fuzz" \
-  "$corpus/batch_fuzz" "$corpus/pickle_fuzz" "$corpus/uri_fuzz" "$crashes"
+  "$corpus/batch_fuzz" "$corpus/pickle_fuzz" "$corpus/uri_fuzz" "$corpus/feed_service_fuzz" \
+  "$crashes"
 .venv/bin/python - "$corpus" <<'PY'
 import os, sys, zlib, gzip
 from sparktf import records as r
@@ -42,12 +43,20 @@ protocol = {"register": b"\x01" + frame(10, reg) + frame(12, b"{}") + frame(20, 
             "status": b"\x01" + frame(60, b"{}"), "nohello": b"\x00" + frame(60, b"{}")}
 for name, data in protocol.items():
     open(os.path.join(corpus, "protocol_fuzz", name), "wb").write(data)
+feeds = {"open-train": b"\x01" + frame(80, b'{"qname": "input", "partition": 0}'),
+         "open-close": b"\x01" + frame(80, b'{"qname": "input", "close": true}'),
+         "open-infer": b"\x01" + frame(80, b'{"qname": "input", "inference": true}'),
+         "unknown-queue": b"\x01" + frame(80, b'{"qname": "other"}')}
 # A batch: 2 rows, a float32 [2, 2] column "x" and an int64 [2] column "y".
 batch = (struct.pack("<IIQ", 0x42465453, 2, 2)
          + struct.pack("<BBHI", 0, 2, 1, 0) + struct.pack("<QQQ", 2, 2, 16) + b"x" + b"\0" * 7
          + struct.pack("<BBHI", 3, 1, 1, 0) + struct.pack("<QQ", 2, 16) + b"y" + b"\0" * 7
          + struct.pack("<4f", 1, 2, 3, 4) + struct.pack("<2q", 5, 6))
 open(os.path.join(corpus, "batch_fuzz", "seed"), "wb").write(batch)
+feeds["data"] = (b"\x01" + frame(80, b'{"qname": "input", "partition": 1}') + frame(82, batch)
+                 + frame(83, b"{}"))
+for name, data in feeds.items():
+    open(os.path.join(corpus, "feed_service_fuzz", name), "wb").write(data)
 # PySpark's pickled row batches: numbers, text, lists and numpy arrays.
 import pickle
 import numpy as np
@@ -63,7 +72,8 @@ for i, u in enumerate(uris):
     open(os.path.join(corpus, "uri_fuzz", f"seed{i}"), "wb").write(u.encode())
 PY
 status=0
-for target in record_reader_fuzz example_fuzz protocol_fuzz batch_fuzz pickle_fuzz uri_fuzz; do
+for target in record_reader_fuzz example_fuzz protocol_fuzz batch_fuzz pickle_fuzz uri_fuzz \
+    feed_service_fuzz; do
   echo "fuzz: $target for ${seconds}s"
   if ! build/fuzz/cpp/$target "$corpus/$target" -max_total_time="$seconds" -timeout=10 \
        -rss_limit_mb=2048 -max_len=65536 -artifact_prefix="$crashes/$target-" \
