@@ -51,6 +51,7 @@ def train_fun(args, ctx):
 
     import tensorflow as tf
 
+    tf.keras.utils.set_random_seed(0)  # the same run every time
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
     # The chief writes to HDFS; the others write to a local directory that is dropped.
     scratch = None if ctx.job_name == "chief" else tempfile.mkdtemp(prefix="sparktf-worker-")

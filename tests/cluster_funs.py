@@ -175,6 +175,33 @@ def port_held_until_released(args, ctx):
         json.dump({"before": before, "after": after}, f)
 
 
+def port_held_until_tensorflow_listens(args, ctx):
+    """With release_port=True (the default) the port stays reserved while TensorFlow
+    starts, TensorFlow's server binds it all the same, and the reservation goes once
+    the server listens."""
+    import socket
+    import time
+
+    me = ctx.cluster_spec[ctx.job_name][ctx.task_index]
+    port = int(me.rsplit(":", 1)[1])
+    held = True
+    with socket.socket() as s:
+        try:
+            s.bind(("0.0.0.0", port))
+            held = False
+        except OSError:
+            pass
+    os.environ["TF_USE_LEGACY_KERAS"] = "1"
+    import tensorflow as tf
+
+    tf.distribute.MultiWorkerMirroredStrategy()  # starts the gRPC server on the port
+    deadline = time.monotonic() + 5
+    while ctx._port_fd >= 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    with open(os.path.join(args, f"port-{ctx.executor_id}.json"), "w") as f:
+        json.dump({"held_at_start": held, "released": ctx._port_fd < 0}, f)
+
+
 def killed_by_signal(args, ctx):
     import signal
 

@@ -355,6 +355,19 @@ def test_release_port_false_keeps_the_port_reserved(spark, tmp_path):
         assert result == {"before": False, "after": True}
 
 
+def test_the_port_stays_reserved_until_tensorflow_listens_on_it(spark, tmp_path):
+    """The default (release_port=True): no other process can take the port while
+    TensorFlow starts (an outgoing connection once did, and its server failed to start),
+    TensorFlow's MultiWorkerMirrored server binds it regardless, and the reservation is
+    released once that server listens."""
+    cluster = TFCluster.run(spark.sparkContext, cluster_funs.port_held_until_tensorflow_listens,
+                            str(tmp_path), 2, reservation_timeout=120)
+    cluster.shutdown(timeout=120)
+    for i in range(2):
+        result = json.load(open(tmp_path / f"port-{i}.json"))
+        assert result == {"held_at_start": True, "released": True}
+
+
 def test_tfos_names_and_compat_imports():
     from sparktf.compat import TFCluster as compat_cluster
     from sparktf.compat import TFNode, dfutil as compat_dfutil  # noqa: F401

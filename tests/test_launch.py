@@ -131,3 +131,18 @@ def test_agent_sets_cuda_visible_devices_and_reports_to_coordinator(tmp_path):
         assert node["phase"] == "exited" and node["exit_code"] == 0
     finally:
         coord.shutdown()
+
+
+def test_a_print_after_the_launchers_stdout_closed_does_not_fail_the_node():
+    """The TF process writes into the agent's pipes, never into a pipe whose reader may
+    be gone (in SPARK mode, the Python worker that started the agent): the agent forwards
+    what it can and drops the rest."""
+    script = ("import sys, time\n"
+              "time.sleep(1)\n"
+              "print('x' * 200000)\n"
+              "print('done', file=sys.stderr)\n")
+    p = subprocess.Popen([SPARKTF, "launch", "-n", "1", "--", sys.executable, "-c", script],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.close()  # nobody reads the launcher's stdout any more
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err.decode(errors="replace")[-2000:]

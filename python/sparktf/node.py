@@ -17,6 +17,8 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
+import time
 import traceback
 
 from sparktf import errors
@@ -157,6 +159,7 @@ class NodeContext:
         self.defaultFS = defaultFS
         self.working_dir = working_dir or os.getcwd()
         self._port_fd = int(os.environ.get("SPARKTF_PORT_FD", "-1"))
+        self._port_lock = threading.Lock()
         self._coordinator = os.environ.get("SPARKTF_COORDINATOR", "")
         self._token = os.environ.get("SPARKTF_TOKEN", "")
         self._num_nodes = int(info.get("num_nodes", 0))
@@ -186,11 +189,33 @@ class NodeContext:
         return default_fs + path
 
     def release_port(self) -> None:
-        """Releases the port reserved for this node so TensorFlow can bind it.
-        Called before map_fun unless run(..., release_port=False)."""
-        if self._port_fd >= 0:
-            os.close(self._port_fd)
-            self._port_fd = -1
+        """Releases the port reserved for this node. With run(..., release_port=True), the
+        default, sparktf does it once a server listens on the port (TensorFlow's gRPC
+        server binds with SO_REUSEPORT, as the reservation does, so it can bind while the
+        port is held); call it yourself before starting a server that binds without
+        SO_REUSEPORT, and with release_port=False before starting TensorFlow's."""
+        with self._port_lock:
+            if self._port_fd >= 0:
+                os.close(self._port_fd)
+                self._port_fd = -1
+
+    def _release_port_once_listening(self, poll: float = 0.05) -> None:
+        """Holds the reservation until something listens on this node's port, then
+        releases it, from a daemon thread: while TensorFlow starts, the held port cannot
+        be handed to an outgoing connection as its ephemeral port (which once made
+        TensorFlow's server fail to start)."""
+        port = int(os.environ.get("SPARKTF_PORT", "0"))
+        if self._port_fd < 0 or not port:
+            return
+
+        def watch():
+            while self._port_fd >= 0:
+                if _listening_on(port):
+                    self.release_port()
+                    return
+                time.sleep(poll)
+
+        threading.Thread(target=watch, name="sparktf-port", daemon=True).start()
 
     def barrier(self, name: str, timeout: float = 600.0) -> None:
         """Waits until every node of the cluster reached the barrier `name`."""
@@ -343,6 +368,22 @@ def _register_filesystems_when_tensorflow_loads() -> None:
         sys.meta_path.insert(0, _RegisterFilesystemsAfterTensorFlow())
 
 
+def _listening_on(port: int) -> bool:
+    """Whether a TCP socket of this machine listens on `port` (IPv4 or IPv6)."""
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                lines = f.readlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if (len(fields) > 3 and fields[3] == "0A"
+                    and int(fields[1].rsplit(":", 1)[1], 16) == port):
+                return True
+    return False
+
+
 def _missing_module_hint(e: BaseException) -> str:
     """For a module this node's Python lacks, where to add it; '' otherwise."""
     if not isinstance(e, ModuleNotFoundError) or not e.name:
@@ -376,7 +417,7 @@ def main(argv: list[str]) -> int:
         _register_filesystems_when_tensorflow_loads()
         _open_feeds(ctx, options.get("queues") or ["input"])
         if options.get("release_port", True):
-            ctx.release_port()
+            ctx._release_port_once_listening()
         map_fun(tf_args, ctx)
         ctx.release_port()
         _close_feeds(None)

@@ -62,10 +62,11 @@ class TailBuffer {
   std::string partial_;
 };
 
-// Forks and execs argv in a new process group; stderr goes to stderr_fd (if
-// >= 0); keep_fd (if >= 0) survives exec. The child gets the original signal mask.
+// Forks and execs argv in a new process group; stdout and stderr go to stdout_fd and
+// stderr_fd (if >= 0); keep_fd (if >= 0) survives exec. The child gets the original signal
+// mask.
 Result<pid_t> Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                    int stderr_fd, int keep_fd, const sigset_t& mask) {
+                    int stdout_fd, int stderr_fd, int keep_fd, const sigset_t& mask) {
   std::vector<char*> cargv, cenv;
   for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
@@ -78,6 +79,7 @@ Result<pid_t> Spawn(const std::vector<std::string>& argv, const std::vector<std:
     ::signal(SIGPIPE, SIG_DFL);  // the agent ignores it; an exec'd program gets the default
     ::sigprocmask(SIG_SETMASK, &mask, nullptr);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the agent
+    if (stdout_fd >= 0) ::dup2(stdout_fd, 1);
     if (stderr_fd >= 0) ::dup2(stderr_fd, 2);
     if (keep_fd >= 0) ::fcntl(keep_fd, F_SETFD, 0);
     ::execvpe(cargv[0], cargv.data(), cenv.data());
@@ -247,11 +249,18 @@ Result<int> RunAgent(const AgentOptions& o) {
   }
   for (const auto& [k, v] : extra) env.push_back(k + "=" + v);
 
-  int err_pipe[2];
+  // The TF process writes to pipes that this agent forwards to its own stdout and stderr
+  // (whose write errors it ignores): the agent's may be pipes to a Python worker that
+  // ends (SPARK mode), and a print must not fail the TF process with a broken pipe.
+  int err_pipe[2], out_pipe[2];
   if (::pipe2(err_pipe, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
   UniqueFd err_read(err_pipe[0]), err_write(err_pipe[1]);
-  ASSIGN_OR_RETURN(pid_t child, Spawn(o.command, env, err_write.get(), port_fd.get(), orig));
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
+  UniqueFd out_read(out_pipe[0]), out_write(out_pipe[1]);
+  ASSIGN_OR_RETURN(pid_t child, Spawn(o.command, env, out_write.get(), err_write.get(),
+                                      port_fd.get(), orig));
   err_write.Reset();
+  out_write.Reset();
   port_fd.Reset();  // the TF process holds the reservation now
 
   pid_t tensorboard = -1;
@@ -263,7 +272,7 @@ Result<int> RunAgent(const AgentOptions& o) {
       reserved->Reset();  // TensorBoard binds without SO_REUSEPORT
       auto tb = Spawn({o.python, "-m", "sparktf.tensorboard", "--logdir", o.tensorboard_logdir,
                        "--port", std::to_string(tb_port), "--bind_all"},
-                      env, -1, -1, orig);
+                      env, -1, -1, -1, orig);
       if (tb.ok()) {
         tensorboard = *tb;
         tb_url = "http://" + host + ":" + std::to_string(tb_port);
@@ -282,19 +291,25 @@ Result<int> RunAgent(const AgentOptions& o) {
   bool exited = false, stopped = false, coordinator_gone = false;
   std::string stop_reason;
   auto next_beat = Clock::now() + o.heartbeat_interval;
-  auto drain_stderr = [&](int timeout_ms) {
+  // Forwards what the TF process wrote to `from` to this agent's fd `to` (and keeps the
+  // last stderr lines), until nothing arrives for timeout_ms or the pipe closes.
+  auto drain = [&](UniqueFd& from, int to, TailBuffer* keep, int timeout_ms) {
     char buf[8192];
-    while (err_read.valid()) {
-      pollfd p{err_read.get(), POLLIN, 0};
+    while (from.valid()) {
+      pollfd p{from.get(), POLLIN, 0};
       if (::poll(&p, 1, timeout_ms) <= 0) return;
-      ssize_t n = ::read(err_read.get(), buf, sizeof(buf));
+      ssize_t n = ::read(from.get(), buf, sizeof(buf));
       if (n <= 0) {
-        err_read.Reset();
+        from.Reset();
         return;
       }
-      (void)!::write(2, buf, static_cast<size_t>(n));
-      tail.Append({buf, static_cast<size_t>(n)});
+      (void)!::write(to, buf, static_cast<size_t>(n));
+      if (keep) keep->Append({buf, static_cast<size_t>(n)});
     }
+  };
+  auto drain_output = [&](int timeout_ms) {
+    drain(out_read, 1, nullptr, timeout_ms);
+    drain(err_read, 2, &tail, timeout_ms);
   };
   auto stop_child = [&](const std::string& why) {
     if (exited) return;
@@ -304,11 +319,13 @@ Result<int> RunAgent(const AgentOptions& o) {
     exited = true;
   };
   while (!exited) {
-    pollfd fds[4] = {{conn.fd(), POLLIN, 0}, {sigfd.get(), POLLIN, 0}, {watch_fd.get(), POLLIN, 0},
-                     {err_read.get(), POLLIN, 0}};
+    // A closed pipe polls as fd -1, which poll() skips.
+    pollfd fds[5] = {{conn.fd(), POLLIN, 0}, {sigfd.get(), POLLIN, 0}, {watch_fd.get(), POLLIN, 0},
+                     {err_read.valid() ? err_read.get() : -1, POLLIN, 0},
+                     {out_read.valid() ? out_read.get() : -1, POLLIN, 0}};
     auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_beat - Clock::now());
-    ::poll(fds, err_read.valid() ? 4 : 3, static_cast<int>(std::max<int64_t>(wait.count(), 0)));
-    if (err_read.valid() && (fds[3].revents & (POLLIN | POLLHUP))) drain_stderr(0);
+    ::poll(fds, 5, static_cast<int>(std::max<int64_t>(wait.count(), 0)));
+    if ((fds[3].revents | fds[4].revents) & (POLLIN | POLLHUP)) drain_output(0);
     if (fds[2].revents & POLLIN) {
       std::cerr << "sparktf agent " << o.executor_id << ": the executor (pid " << o.watch_pid
                 << ") ended; stopping the TF process\n";
@@ -369,7 +386,7 @@ Result<int> RunAgent(const AgentOptions& o) {
     if (slash != std::string::npos && slash > 0) ::rmdir(o.error_file.substr(0, slash).c_str());
   }
   if (tensorboard > 0) KillGroup(tensorboard, 2s);
-  drain_stderr(200);
+  drain_output(200);
   const int code = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 0;
   const int sig = WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : 0;
   if (feeds) {
