@@ -274,3 +274,16 @@ def always_fails(args, ctx):
     """Worker 1 fails in every generation, naming it."""
     if ctx.job_name == "worker" and ctx.task_index == 1:
         raise ValueError(f"deliberate failure in generation {ctx.restart_count}")
+
+
+def stops_itself(args, ctx):
+    """Worker 1 stops its own TF process (SIGSTOP) while worker 0 trains on; the time of
+    the stop goes to args/stopped."""
+    import signal
+    import time
+
+    if ctx.job_name == "worker" and ctx.task_index == 1:
+        with open(os.path.join(args, "stopped"), "w") as f:
+            f.write(str(time.time()))
+        os.kill(os.getpid(), signal.SIGSTOP)
+    time.sleep(120)

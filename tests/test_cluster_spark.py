@@ -5,6 +5,7 @@ import glob
 import inspect
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -285,6 +286,22 @@ def test_restarts_are_refused_in_spark_mode_for_now(spark):
     with pytest.raises(errors.InvalidArgument, match="not supported in InputMode.SPARK"):
         TFCluster.run(spark.sparkContext, cluster_funs.roles, "/tmp", 2, restarts=1,
                       input_mode=TFCluster.InputMode.SPARK)
+
+
+def test_a_stopped_node_is_named_and_fails_the_cluster_at_once(spark, tmp_path):
+    """SIGSTOP of worker 1's TF process: its agent sees the stop, kills it and reports it,
+    so the driver names worker 1 within seconds (TensorFlow's own heartbeat check would
+    take 10 s and blame the healthy worker 0)."""
+    cluster = TFCluster.run(spark.sparkContext, cluster_funs.stops_itself, str(tmp_path), 2,
+                            reservation_timeout=120)
+    with pytest.raises(errors.Aborted) as exc:
+        cluster.shutdown(timeout=120)
+    raised = time.time()
+    message = str(exc.value)
+    assert re.match(r"worker:1 \(executor 1 .*\) failed with signal 9 \(its TF process was "
+                    r"stopped by signal 19 \(Stopped \(signal\)\)", message), message
+    assert raised - float(open(tmp_path / "stopped").read()) < 5
+    assert wait_no_node_processes() == []
 
 
 def test_more_executors_than_exist_is_a_clear_error(spark):

@@ -192,6 +192,7 @@ void ClusterState::HandleExit(int conn, const std::string& payload, Effects* fx)
   std::string why = Describe(*n) + " failed with " +
                     (n->signal ? "signal " + std::to_string(n->signal)
                                : "exit code " + std::to_string(n->exit_code));
+  if (!n->reason.empty()) why += " (" + n->reason + ")";
   if (!n->traceback.empty()) {
     why += ":\n" + n->traceback;
   } else if (!n->stderr_tail.empty()) {

@@ -337,7 +337,24 @@ Result<int> RunAgent(const AgentOptions& o) {
       while (::read(sigfd.get(), &si, sizeof(si)) == sizeof(si)) {
         if (si.ssi_signo == SIGCHLD) {
           if (tensorboard > 0) ::waitpid(tensorboard, nullptr, WNOHANG);
-          if (::waitpid(child, &wait_status, WNOHANG) == child) exited = true;
+          int st = 0;
+          if (::waitpid(child, &st, WNOHANG | WUNTRACED) != child) continue;
+          if (!WIFSTOPPED(st)) {
+            wait_status = st;
+            exited = true;
+            continue;
+          }
+          // A stopped TF process holds up every other node (their collectives wait for
+          // it), and nothing else would name it: it fails, now.
+          const int stop_sig = WSTOPSIG(st);
+          std::cerr << "sparktf agent " << o.executor_id << ": the TF process was stopped by "
+                    << "signal " << stop_sig << " (" << ::strsignal(stop_sig)
+                    << "); killing it\n";
+          ::kill(-child, SIGKILL);
+          stop_child("its TF process was stopped by signal " + std::to_string(stop_sig) +
+                     " (" + ::strsignal(stop_sig) +
+                     "), which holds up every other node of the cluster");
+          stopped = false;  // this node failed
         } else {
           stop_child("agent received signal " + std::to_string(si.ssi_signo));
           stopped = false;  // not a clean stop: this node failed
