@@ -287,3 +287,23 @@ def stops_itself(args, ctx):
             f.write(str(time.time()))
         os.kill(os.getpid(), signal.SIGSTOP)
     time.sleep(120)
+
+
+def kills_its_executor(args, ctx):
+    """Worker 1 SIGKILLs its Spark executor's JVM (the nearest java ancestor)."""
+    import signal
+    import time
+
+    if ctx.job_name == "worker" and ctx.task_index == 1:
+        pid = os.getppid()
+        while pid > 1:
+            with open(f"/proc/{pid}/comm") as f:
+                comm = f.read().strip()
+            if comm == "java":
+                break
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        with open(os.path.join(args, "killed"), "w") as f:
+            f.write(f"{pid} {time.time()}")
+        os.kill(pid, signal.SIGKILL)
+    time.sleep(120)

@@ -304,6 +304,22 @@ def test_a_stopped_node_is_named_and_fails_the_cluster_at_once(spark, tmp_path):
     assert wait_no_node_processes() == []
 
 
+def test_a_killed_executor_is_named_as_the_node_it_ran(spark, tmp_path):
+    """kill -9 of worker 1's executor JVM: the driver names the sparktf node (role, index,
+    host, Spark executor) and says that Spark lost the executor, within seconds."""
+    cluster = TFCluster.run(spark.sparkContext, cluster_funs.kills_its_executor,
+                            str(tmp_path), 2, reservation_timeout=120)
+    with pytest.raises(errors.Aborted) as exc:
+        cluster.shutdown(timeout=120)
+    raised = time.time()
+    message = str(exc.value)
+    print(message)
+    assert message.startswith("worker:1 (executor 1 on "), message[:500]
+    assert re.search(r"Spark executor \d+ was removed: .*137", message), message[:3000]
+    assert raised - float(open(tmp_path / "killed").read().split()[1]) < 15
+    assert wait_no_node_processes() == []
+
+
 def test_more_executors_than_exist_is_a_clear_error(spark):
     t0 = time.monotonic()
     with pytest.raises(ValueError, match=r"num_executors=6 but the cluster has 4 executor"):

@@ -356,7 +356,9 @@ Result<int> RunAgent(const AgentOptions& o) {
                      "), which holds up every other node of the cluster");
           stopped = false;  // this node failed
         } else {
-          stop_child("agent received signal " + std::to_string(si.ssi_signo));
+          const int sig = static_cast<int>(si.ssi_signo);
+          stop_child("agent received signal " + std::to_string(sig) + " (" +
+                     ::strsignal(sig) + ")");
           stopped = false;  // not a clean stop: this node failed
         }
       }
