@@ -307,3 +307,23 @@ def kills_its_executor(args, ctx):
             f.write(f"{pid} {time.time()}")
         os.kill(pid, signal.SIGKILL)
     time.sleep(120)
+
+
+def short_mwms_fit(args, ctx):
+    """A few MultiWorkerMirrored Keras steps; the time map_fun returns goes to
+    args/returned-<executor>."""
+    import time
+
+    os.environ["TF_USE_LEGACY_KERAS"] = "1"
+    import numpy as np
+    import tensorflow as tf
+
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    x = np.random.default_rng(0).random((256, 8), dtype=np.float32)
+    ds = tf.data.Dataset.from_tensor_slices((x, x.sum(axis=1))).repeat().batch(32)
+    with strategy.scope():
+        model = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(1)])
+        model.compile(optimizer="sgd", loss="mse")
+    model.fit(ds, epochs=2, steps_per_epoch=5, verbose=0)
+    with open(os.path.join(args, f"returned-{ctx.executor_id}"), "w") as f:
+        f.write(str(time.time()))

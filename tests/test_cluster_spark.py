@@ -320,6 +320,19 @@ def test_a_killed_executor_is_named_as_the_node_it_ran(spark, tmp_path):
     assert wait_no_node_processes() == []
 
 
+def test_shutdown_returns_soon_after_the_last_map_fun(spark, tmp_path):
+    """After a clean MultiWorkerMirrored run, shutdown() returns within 2 s of the last
+    node's map_fun returning (TensorFlow's teardown at interpreter exit once kept a
+    worker's process alive for tens of seconds)."""
+    cluster = TFCluster.run(spark.sparkContext, cluster_funs.short_mwms_fit, str(tmp_path),
+                            2, reservation_timeout=120)
+    cluster.shutdown(timeout=120)
+    done = time.time()
+    last = max(float(open(tmp_path / f"returned-{i}").read()) for i in range(2))
+    print(f"shutdown returned {done - last:.2f} s after the last map_fun")
+    assert done - last < 2.0, done - last
+
+
 def test_more_executors_than_exist_is_a_clear_error(spark):
     t0 = time.monotonic()
     with pytest.raises(ValueError, match=r"num_executors=6 but the cluster has 4 executor"):

@@ -368,6 +368,22 @@ def _register_filesystems_when_tensorflow_loads() -> None:
         sys.meta_path.insert(0, _RegisterFilesystemsAfterTensorFlow())
 
 
+def _tell_agent_done() -> None:
+    """Tells the agent that map_fun returned and its results are out (the streams are
+    flushed): the agent gives the interpreter's teardown a moment, then ends it, so that
+    TensorFlow's runtime waiting for its peers at exit does not hold up the cluster."""
+    fd = int(os.environ.get("SPARKTF_DONE_FD", "-1"))
+    if fd < 0:
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.write(fd, b"done\n")
+        os.close(fd)
+    except OSError:
+        pass
+
+
 def _listening_on(port: int) -> bool:
     """Whether a TCP socket of this machine listens on `port` (IPv4 or IPv6)."""
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
@@ -421,10 +437,12 @@ def main(argv: list[str]) -> int:
         map_fun(tf_args, ctx)
         ctx.release_port()
         _close_feeds(None)
+        _tell_agent_done()
         return 0
     except BaseException as e:  # noqa: BLE001 - everything is reported, then we exit
         if isinstance(e, SystemExit) and e.code in (0, None):
             _close_feeds(None)
+            _tell_agent_done()
             return 0
         text = traceback.format_exc() + _missing_module_hint(e)
         _write_error(text)

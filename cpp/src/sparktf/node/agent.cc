@@ -63,10 +63,10 @@ class TailBuffer {
 };
 
 // Forks and execs argv in a new process group; stdout and stderr go to stdout_fd and
-// stderr_fd (if >= 0); keep_fd (if >= 0) survives exec. The child gets the original signal
-// mask.
+// stderr_fd (if >= 0); keep_fds survive exec. The child gets the original signal mask.
 Result<pid_t> Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                    int stdout_fd, int stderr_fd, int keep_fd, const sigset_t& mask) {
+                    int stdout_fd, int stderr_fd, const std::vector<int>& keep_fds,
+                    const sigset_t& mask) {
   std::vector<char*> cargv, cenv;
   for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
@@ -81,7 +81,7 @@ Result<pid_t> Spawn(const std::vector<std::string>& argv, const std::vector<std:
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the agent
     if (stdout_fd >= 0) ::dup2(stdout_fd, 1);
     if (stderr_fd >= 0) ::dup2(stderr_fd, 2);
-    if (keep_fd >= 0) ::fcntl(keep_fd, F_SETFD, 0);
+    for (int fd : keep_fds) ::fcntl(fd, F_SETFD, 0);
     ::execvpe(cargv[0], cargv.data(), cenv.data());
     const std::string msg = "sparktf agent: cannot run " + argv[0] + ": " + std::strerror(errno) + "\n";
     (void)!::write(2, msg.data(), msg.size());
@@ -235,6 +235,11 @@ Result<int> RunAgent(const AgentOptions& o) {
   extra["SPARKTF_EXECUTOR_ID"] = std::to_string(o.executor_id);
   extra["SPARKTF_PORT"] = std::to_string(port);
   extra["SPARKTF_PORT_FD"] = std::to_string(port_fd.get());
+  // The TF process writes "done" here once map_fun returned and its results are reported.
+  int done_pipe[2];
+  if (::pipe2(done_pipe, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
+  UniqueFd done_read(done_pipe[0]), done_write(done_pipe[1]);
+  extra["SPARKTF_DONE_FD"] = std::to_string(done_write.get());
   extra["SPARKTF_HOST"] = host;
   if (!o.error_file.empty()) extra["SPARKTF_ERROR_FILE"] = o.error_file;
   if (feeds) extra["SPARKTF_FEED_CLUSTER_ID"] = o.feed_cluster_id;
@@ -258,9 +263,10 @@ Result<int> RunAgent(const AgentOptions& o) {
   if (::pipe2(out_pipe, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
   UniqueFd out_read(out_pipe[0]), out_write(out_pipe[1]);
   ASSIGN_OR_RETURN(pid_t child, Spawn(o.command, env, out_write.get(), err_write.get(),
-                                      port_fd.get(), orig));
+                                      {port_fd.get(), done_write.get()}, orig));
   err_write.Reset();
   out_write.Reset();
+  done_write.Reset();
   port_fd.Reset();  // the TF process holds the reservation now
 
   pid_t tensorboard = -1;
@@ -272,7 +278,7 @@ Result<int> RunAgent(const AgentOptions& o) {
       reserved->Reset();  // TensorBoard binds without SO_REUSEPORT
       auto tb = Spawn({o.python, "-m", "sparktf.tensorboard", "--logdir", o.tensorboard_logdir,
                        "--port", std::to_string(tb_port), "--bind_all"},
-                      env, -1, -1, -1, orig);
+                      env, -1, -1, {}, orig);
       if (tb.ok()) {
         tensorboard = *tb;
         tb_url = "http://" + host + ":" + std::to_string(tb_port);
@@ -291,6 +297,7 @@ Result<int> RunAgent(const AgentOptions& o) {
   bool exited = false, stopped = false, coordinator_gone = false;
   std::string stop_reason;
   auto next_beat = Clock::now() + o.heartbeat_interval;
+  auto exit_deadline = Clock::time_point::max();  // set once map_fun returned
   // Forwards what the TF process wrote to `from` to this agent's fd `to` (and keeps the
   // last stderr lines), until nothing arrives for timeout_ms or the pipe closes.
   auto drain = [&](UniqueFd& from, int to, TailBuffer* keep, int timeout_ms) {
@@ -320,12 +327,32 @@ Result<int> RunAgent(const AgentOptions& o) {
   };
   while (!exited) {
     // A closed pipe polls as fd -1, which poll() skips.
-    pollfd fds[5] = {{conn.fd(), POLLIN, 0}, {sigfd.get(), POLLIN, 0}, {watch_fd.get(), POLLIN, 0},
+    pollfd fds[6] = {{conn.fd(), POLLIN, 0}, {sigfd.get(), POLLIN, 0}, {watch_fd.get(), POLLIN, 0},
                      {err_read.valid() ? err_read.get() : -1, POLLIN, 0},
-                     {out_read.valid() ? out_read.get() : -1, POLLIN, 0}};
-    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_beat - Clock::now());
-    ::poll(fds, 5, static_cast<int>(std::max<int64_t>(wait.count(), 0)));
+                     {out_read.valid() ? out_read.get() : -1, POLLIN, 0},
+                     {done_read.valid() ? done_read.get() : -1, POLLIN, 0}};
+    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::min(next_beat, exit_deadline) - Clock::now());
+    ::poll(fds, 6, static_cast<int>(std::max<int64_t>(wait.count(), 0)));
     if ((fds[3].revents | fds[4].revents) & (POLLIN | POLLHUP)) drain_output(0);
+    if (fds[5].revents & (POLLIN | POLLHUP)) {
+      char buf[16];
+      const ssize_t n = ::read(done_read.get(), buf, sizeof(buf));
+      if (n > 0 && std::string_view(buf, static_cast<size_t>(n)).starts_with("done")) {
+        exit_deadline = Clock::now() + o.exit_grace;
+      }
+      done_read.Reset();
+    }
+    if (!exited && Clock::now() >= exit_deadline) {
+      // map_fun returned and everything is reported; what is left is the interpreter's
+      // teardown, where TensorFlow's runtime can wait tens of seconds for its peers.
+      ::kill(-child, SIGKILL);
+      ::waitpid(child, nullptr, 0);
+      wait_status = 0;  // a clean exit
+      exited = true;
+      stop_reason = "its TF process was still exiting " +
+                    std::to_string(o.exit_grace.count()) + " ms after map_fun returned; killed";
+    }
     if (fds[2].revents & POLLIN) {
       std::cerr << "sparktf agent " << o.executor_id << ": the executor (pid " << o.watch_pid
                 << ") ended; stopping the TF process\n";

@@ -21,6 +21,8 @@
 namespace sparktf::node {
 
 constexpr std::chrono::milliseconds kDefaultKillGrace{5000};
+// How long a TF process may take to exit after it said map_fun returned.
+constexpr std::chrono::milliseconds kDefaultExitGrace{500};
 constexpr std::chrono::milliseconds kDefaultReservationTimeout{600000};
 
 struct AgentOptions {
@@ -37,6 +39,7 @@ struct AgentOptions {
   std::chrono::milliseconds reservation_timeout = kDefaultReservationTimeout;
   std::chrono::milliseconds heartbeat_interval = cluster::kDefaultHeartbeatInterval;
   std::chrono::milliseconds kill_grace = kDefaultKillGrace;
+  std::chrono::milliseconds exit_grace = kDefaultExitGrace;
   size_t stderr_tail_lines = 40;
   bool die_with_parent = true;  // PR_SET_PDEATHSIG
   int watch_pid = 0;  // also stop when this process ends (the Spark executor's JVM)
