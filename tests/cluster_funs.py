@@ -327,3 +327,19 @@ def short_mwms_fit(args, ctx):
     model.fit(ds, epochs=2, steps_per_epoch=5, verbose=0)
     with open(os.path.join(args, f"returned-{ctx.executor_id}"), "w") as f:
         f.write(str(time.time()))
+
+
+def mwms_then_fail(args, ctx):
+    """Both nodes start MultiWorkerMirrored (TensorFlow's runtime and its signal handlers
+    are up: it catches SIGTERM); worker 1 then fails and records when, worker 0 waits."""
+    import time
+
+    os.environ["TF_USE_LEGACY_KERAS"] = "1"
+    import tensorflow as tf
+
+    tf.distribute.MultiWorkerMirroredStrategy()
+    if ctx.job_name == "worker" and ctx.task_index == 1:
+        with open(os.path.join(args, "failed"), "w") as f:
+            f.write(str(time.time()))
+        raise ValueError("deliberate failure after the strategy started")
+    time.sleep(120)

@@ -333,6 +333,20 @@ def test_shutdown_returns_soon_after_the_last_map_fun(spark, tmp_path):
     assert done - last < 2.0, done - last
 
 
+def test_teardown_after_a_failure_does_not_wait_out_the_kill_grace(spark, tmp_path):
+    """From a worker's failure to shutdown() raising, with every node's processes gone:
+    well under the agents' 5 s SIGTERM grace."""
+    cluster = TFCluster.run(spark.sparkContext, cluster_funs.mwms_then_fail, str(tmp_path), 2,
+                            reservation_timeout=120)
+    with pytest.raises(errors.Aborted, match="deliberate failure after the strategy"):
+        cluster.shutdown(timeout=120)
+    raised = time.time()
+    assert wait_no_node_processes() == []
+    took = raised - float(open(tmp_path / "failed").read())
+    print(f"failure to shutdown() raising: {took:.2f} s")
+    assert took < 2.0, took
+
+
 def test_more_executors_than_exist_is_a_clear_error(spark):
     t0 = time.monotonic()
     with pytest.raises(ValueError, match=r"num_executors=6 but the cluster has 4 executor"):

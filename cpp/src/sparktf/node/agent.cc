@@ -318,11 +318,14 @@ Result<int> RunAgent(const AgentOptions& o) {
     drain(out_read, 1, nullptr, timeout_ms);
     drain(err_read, 2, &tail, timeout_ms);
   };
-  auto stop_child = [&](const std::string& why) {
+  // Ends the TF process: SIGTERM, then SIGKILL after `grace` (the full kill grace for a
+  // clean stop; a short one when the cluster is going down anyway, since TensorFlow
+  // catches SIGTERM and would spend the grace dumping stacks).
+  auto stop_child = [&](const std::string& why, std::chrono::milliseconds grace) {
     if (exited) return;
     stopped = true;
     stop_reason = why;
-    wait_status = KillGroup(child, o.kill_grace);
+    wait_status = KillGroup(child, grace);
     exited = true;
   };
   while (!exited) {
@@ -356,7 +359,7 @@ Result<int> RunAgent(const AgentOptions& o) {
     if (fds[2].revents & POLLIN) {
       std::cerr << "sparktf agent " << o.executor_id << ": the executor (pid " << o.watch_pid
                 << ") ended; stopping the TF process\n";
-      stop_child("the Spark executor ended");
+      stop_child("the Spark executor ended", o.abort_kill_grace);
       stopped = false;
     }
     if (fds[1].revents & POLLIN) {
@@ -380,12 +383,14 @@ Result<int> RunAgent(const AgentOptions& o) {
           ::kill(-child, SIGKILL);
           stop_child("its TF process was stopped by signal " + std::to_string(stop_sig) +
                      " (" + ::strsignal(stop_sig) +
-                     "), which holds up every other node of the cluster");
+                     "), which holds up every other node of the cluster",
+                     o.abort_kill_grace);
           stopped = false;  // this node failed
         } else {
           const int sig = static_cast<int>(si.ssi_signo);
           stop_child("agent received signal " + std::to_string(sig) + " (" +
-                     ::strsignal(sig) + ")");
+                         ::strsignal(sig) + ")",
+                     o.abort_kill_grace);
           stopped = false;  // not a clean stop: this node failed
         }
       }
@@ -402,22 +407,22 @@ Result<int> RunAgent(const AgentOptions& o) {
         if (f.type == MessageType::kAbort) {
           std::cerr << "sparktf agent " << o.executor_id << ": cluster aborted: "
                     << JsonGetOr(json::parse(f.payload, nullptr, false), "reason", "") << "\n";
-          stop_child("aborted by the coordinator");
+          stop_child("aborted by the coordinator", o.abort_kill_grace);
         } else if (f.type == MessageType::kStop) {
-          stop_child("stopped by the coordinator");
+          stop_child("stopped by the coordinator", o.kill_grace);
         }
       }
       if (!st.ok() && !exited) {
         coordinator_gone = true;
         std::cerr << "sparktf agent " << o.executor_id << ": lost the coordinator ("
                   << st.message() << "); stopping the TF process\n";
-        stop_child("coordinator gone");
+        stop_child("coordinator gone", o.abort_kill_grace);
       }
     }
     if (!exited && Clock::now() >= next_beat) {
       if (!conn.Send(MessageType::kHeartbeat, running.dump()).ok()) {
         coordinator_gone = true;
-        stop_child("coordinator gone");
+        stop_child("coordinator gone", o.abort_kill_grace);
       }
       next_beat = Clock::now() + o.heartbeat_interval;
     }

@@ -21,6 +21,10 @@
 namespace sparktf::node {
 
 constexpr std::chrono::milliseconds kDefaultKillGrace{5000};
+// The same when the node or its cluster is going down anyway (an abort, a lost
+// coordinator or executor, a signal to the agent): TensorFlow catches SIGTERM and would
+// spend the whole grace dumping stacks.
+constexpr std::chrono::milliseconds kDefaultAbortKillGrace{250};
 // How long a TF process may take to exit after it said map_fun returned.
 constexpr std::chrono::milliseconds kDefaultExitGrace{500};
 constexpr std::chrono::milliseconds kDefaultReservationTimeout{600000};
@@ -40,6 +44,7 @@ struct AgentOptions {
   std::chrono::milliseconds heartbeat_interval = cluster::kDefaultHeartbeatInterval;
   std::chrono::milliseconds kill_grace = kDefaultKillGrace;
   std::chrono::milliseconds exit_grace = kDefaultExitGrace;
+  std::chrono::milliseconds abort_kill_grace = kDefaultAbortKillGrace;
   size_t stderr_tail_lines = 40;
   bool die_with_parent = true;  // PR_SET_PDEATHSIG
   int watch_pid = 0;  // also stop when this process ends (the Spark executor's JVM)
