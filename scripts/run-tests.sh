@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets everything up, then runs every test: the C++ suite (CTest/GoogleTest)
-# built plain, with AddressSanitizer and with UndefinedBehaviorSanitizer, a
+# built plain, with AddressSanitizer, UndefinedBehaviorSanitizer and ThreadSanitizer
+# (the coordinator, agent and feed run threads), a
 # short libFuzzer run of each fuzz target, and the pytest suite (TensorFlow and
 # a local-cluster Spark included; HDFS from Hadoop's minicluster and S3 from moto,
 # started by the tests' fixtures). Exits non-zero if anything fails or if a runner
@@ -9,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 
-for preset in debug asan ubsan; do
+for preset in debug asan ubsan tsan; do
   echo "== C++ tests: $preset"
   cmake --preset "$preset" >/dev/null
   cmake --build --preset "$preset"
