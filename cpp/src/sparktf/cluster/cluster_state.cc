@@ -42,7 +42,7 @@ void ClusterState::Restart(TimePoint now, Effects* fx) {
   barrier_waiters_.clear();
   barrier_arrivals_.clear();
   feeds_.clear();
-  cluster_spec_.clear();
+  info_.reset();
   reserved_ = aborted_ = services_stopping_ = finished_ = false;
   abort_reason_.clear();
   created_ = now;
@@ -63,8 +63,8 @@ void ClusterState::OnFrame(int conn, const Frame& f, TimePoint now, Effects* fx)
       if (!n) return Reject(conn, Status::InvalidArgument("register first"), fx);
       if (reserved_) {
         fx->messages.push_back({conn, MessageType::kClusterSpec,
-                                TensorFlowNodeInfo(cluster_spec_, n->role, n->executor_id,
-                                                   options_.num_nodes, generation_)});
+                                info_->NodeInfo(n->role, n->executor_id, options_.num_nodes,
+                                                generation_)});
       } else {
         awaiting_cluster_.insert(conn);
       }
@@ -147,13 +147,13 @@ void ClusterState::FormCluster(Effects* fx) {
     n.role = roles[static_cast<size_t>(id)];
     addresses.push_back(n.host + ":" + std::to_string(n.port));
   }
-  cluster_spec_ = TensorFlowClusterSpec(roles, addresses);
+  info_.emplace(roles, addresses);
   reserved_ = true;
   for (int conn : awaiting_cluster_) {
     if (NodeState* n = NodeOf(conn)) {
       fx->messages.push_back({conn, MessageType::kClusterSpec,
-                              TensorFlowNodeInfo(cluster_spec_, n->role, n->executor_id,
-                                                 options_.num_nodes, generation_)});
+                              info_->NodeInfo(n->role, n->executor_id, options_.num_nodes,
+                                              generation_)});
     }
   }
   awaiting_cluster_.clear();
@@ -188,7 +188,7 @@ void ClusterState::HandleExit(int conn, const std::string& payload, Effects* fx)
   n->reason = JsonGetOr(j, "reason", "");
   fx->messages.push_back({conn, MessageType::kReportAck, "{}"});
   const bool failed = !n->stopped && (n->exit_code != 0 || n->signal != 0);
-  if (!failed) return;
+  if (!failed) return StopServicesOrFinish(fx);
   std::string why = Describe(*n) + " failed with " +
                     (n->signal ? "signal " + std::to_string(n->signal)
                                : "exit code " + std::to_string(n->exit_code));
@@ -199,6 +199,7 @@ void ClusterState::HandleExit(int conn, const std::string& payload, Effects* fx)
     why += "; last lines of its stderr:\n" + n->stderr_tail;
   }
   Abort(why, fx);
+  StopServicesOrFinish(fx);
 }
 
 void ClusterState::HandleBarrier(int conn, const std::string& payload, Effects* fx) {
@@ -242,7 +243,7 @@ void ClusterState::HandleFeedSync(int conn, const std::string& payload, Effects*
                   fx);
   }
   auto& feed = feeds_[j["qname"].get<std::string>()];
-  feed[id] = payload;
+  feed[id] = {j["delivered"].get<uint64_t>(), j["closed"].get<bool>(), std::move(j)};
   // The watermark over every fed node; one that has not reported counts as 0, open.
   uint64_t min_delivered = UINT64_MAX;
   bool all_closed = true;
@@ -254,9 +255,8 @@ void ClusterState::HandleFeedSync(int conn, const std::string& payload, Effects*
       all_closed = false;
       continue;
     }
-    json p = json::parse(it->second, nullptr, false);
-    min_delivered = std::min<uint64_t>(min_delivered, JsonGetOr(p, "delivered", uint64_t{0}));
-    all_closed = all_closed && JsonGetOr(p, "closed", false);
+    min_delivered = std::min(min_delivered, it->second.delivered);
+    all_closed = all_closed && it->second.closed;
   }
   if (min_delivered == UINT64_MAX) min_delivered = 0;
   fx->messages.push_back(
@@ -278,6 +278,7 @@ void ClusterState::OnClosed(int conn, Effects* fx) {
                          "report (process killed, executor lost, or host down)",
           fx);
   }
+  StopServicesOrFinish(fx);
 }
 
 void ClusterState::Abort(const std::string& reason, Effects* fx) {
@@ -382,9 +383,7 @@ std::string ClusterState::StatusJson() const {
   json feeds = json::object();
   for (const auto& [qname, per_node] : feeds_) {
     json q = json::object();
-    for (const auto& [id, payload] : per_node) {
-      q[std::to_string(id)] = json::parse(payload, nullptr, false);
-    }
+    for (const auto& [id, report] : per_node) q[std::to_string(id)] = report.payload;
     feeds[qname] = q;
   }
   return json{{"num_nodes", options_.num_nodes},
@@ -396,7 +395,7 @@ std::string ClusterState::StatusJson() const {
               {"aborted", aborted_},
               {"abort_reason", abort_reason_},
               {"rejected_connections", rejected_},
-              {"cluster_spec", reserved_ ? json::parse(cluster_spec_) : json::object()},
+              {"cluster_spec", info_ ? json::parse(info_->spec()) : json::object()},
               {"nodes", nodes},
               {"feeds", feeds}}
       .dump();

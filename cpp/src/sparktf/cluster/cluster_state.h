@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -75,7 +76,8 @@ class ClusterState {
   // A connection is gone (closed by its peer, or failed); a node's agent whose
   // connection closes without an exit report is lost.
   void OnClosed(int conn, Effects* fx);
-  // Heartbeat deadlines and the end of the cluster; call at least every few hundred ms.
+  // Heartbeat deadlines; call every few hundred ms. (The end of the cluster follows from
+  // the exits and closes themselves.)
   void OnTick(TimePoint now, Effects* fx);
   // Tells every node to kill its processes; the first reason is kept.
   void Abort(const std::string& reason, Effects* fx);
@@ -94,7 +96,7 @@ class ClusterState {
   const std::string& abort_reason() const { return abort_reason_; }
   int rejected_connections() const { return rejected_; }
   // The cluster spec (JSON), or "{}" before reservation.
-  std::string ClusterJson() const { return reserved_ ? cluster_spec_ : "{}"; }
+  std::string ClusterJson() const { return info_ ? info_->spec() : "{}"; }
   // Everything: nodes, phases, roles, exits, errors, feeds (JSON).
   std::string StatusJson() const;
   // Why a reservation that did not complete by `now` is late, and what to change.
@@ -126,7 +128,7 @@ class ClusterState {
   std::map<int, int> executor_of_conn_;  // agents' connections
   std::set<int> awaiting_cluster_;       // connections waiting for CLUSTER_SPEC
   bool reserved_ = false;
-  std::string cluster_spec_;  // JSON object {job: [host:port, ...]}
+  std::optional<TensorFlowClusterInfo> info_;  // once formed
   bool aborted_ = false;
   std::string abort_reason_;
   bool services_stopping_ = false;
@@ -134,8 +136,13 @@ class ClusterState {
   int rejected_ = 0;
   std::map<std::string, std::vector<int>> barrier_waiters_;   // name -> conn ids
   std::map<std::string, std::set<int>> barrier_arrivals_;     // name -> executor ids
-  // Feed accounting per queue name, per executor: the last FEED_SYNC payload.
-  std::map<std::string, std::map<int, std::string>> feeds_;
+  // Feed accounting per queue name, per executor: the last FEED_SYNC report.
+  struct FeedReport {
+    uint64_t delivered = 0;
+    bool closed = false;
+    nlohmann::json payload;  // everything it said, for the status
+  };
+  std::map<std::string, std::map<int, FeedReport>> feeds_;
 };
 
 }  // namespace sparktf::cluster

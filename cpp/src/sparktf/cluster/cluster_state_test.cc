@@ -225,18 +225,15 @@ TEST_F(ClusterStateTest, BarrierReleasesEveryWaiterOnceAllArrived) {
 
 TEST_F(ClusterStateTest, ServicesAreStoppedWhenTheWorkersAreDoneThenTheClusterFinishes) {
   FormCluster(3, {1, "chief", false});  // ps, chief, worker (which serves the chief)
-  Effects fx;
-  Send(1, MessageType::kReportExit, {{"exit_code", 0}});
-  state_->OnTick(kStart, &fx);
+  Effects fx = Send(1, MessageType::kReportExit, {{"exit_code", 0}});  // the chief is done
   auto stops = Of(fx, MessageType::kStop);
   ASSERT_EQ(stops.size(), 2u);
   EXPECT_EQ(stops[0]->conn, 0);
   EXPECT_EQ(stops[1]->conn, 2);
   EXPECT_FALSE(state_->finished());
   Send(0, MessageType::kReportExit, {{"exit_code", 0}, {"stopped", true}});
-  Send(2, MessageType::kReportExit, {{"exit_code", 143}, {"stopped", true}});
-  fx = Effects{};
-  state_->OnTick(kStart, &fx);
+  EXPECT_FALSE(state_->finished());
+  fx = Send(2, MessageType::kReportExit, {{"exit_code", 143}, {"stopped", true}});
   EXPECT_TRUE(state_->finished());
   EXPECT_FALSE(state_->aborted());  // stopped on request is no failure
   EXPECT_TRUE(Of(fx, MessageType::kStop).empty());  // once

@@ -60,7 +60,10 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Start(const CoordinatorOptions
         (options.eval_node ? ", an evaluator" : ""));
   }
   std::unique_ptr<Coordinator> c(new Coordinator(options));
-  ASSIGN_OR_RETURN(c->listen_fd_, ListenTcp(options.bind_host, options.port));
+  // Every agent of a large cluster connects at once: a full accept queue drops SYNs, and
+  // each drop costs the agent a 1 s retransmit (the kernel caps this at somaxconn).
+  constexpr int kListenBacklog = 4096;
+  ASSIGN_OR_RETURN(c->listen_fd_, ListenTcp(options.bind_host, options.port, kListenBacklog));
   RETURN_NOT_OK(SetNonBlocking(c->listen_fd_.get(), true));
   c->port_ = LocalPort(c->listen_fd_.get());
   int pipe_fds[2];
@@ -97,11 +100,15 @@ void Coordinator::Apply(Effects& fx) {
     auto it = conns_.find(m.conn);
     if (it != conns_.end() && it->second->fd.valid()) {
       AppendFrame(m.type, m.payload, &it->second->out);
+      pending_.insert(m.conn);
     }
   }
   for (int id : fx.close) {
     auto it = conns_.find(id);
-    if (it != conns_.end()) it->second->closing = true;
+    if (it != conns_.end()) {
+      it->second->closing = true;
+      pending_.insert(id);
+    }
   }
   fx = Effects{};
   cv_.notify_all();
@@ -111,6 +118,7 @@ void Coordinator::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   std::vector<pollfd> fds;
   std::vector<int> ids;
+  auto next_tick = Clock::now();
   while (!shutdown_) {
     fds.clear();
     ids.clear();
@@ -141,17 +149,35 @@ void Coordinator::Loop() {
       if (re & (POLLIN | POLLHUP | POLLERR)) ReadFrom(c);
       if (conns_.count(ids[i]) && (re & POLLOUT)) Flush(c);
     }
-    CheckHelloTimeouts();
-    Effects fx;
-    state_.OnTick(Clock::now(), &fx);
-    Apply(fx);
+    // Deadlines (HELLO, heartbeats) are whole seconds: checked every 100 ms, not on every
+    // wake-up, which with many nodes comes thousands of times a second.
+    const auto now = Clock::now();
+    if (now >= next_tick) {
+      next_tick = now + std::chrono::milliseconds(100);
+      CheckHelloTimeouts();
+      Effects fx;
+      state_.OnTick(now, &fx);
+      Apply(fx);
+    }
     // Flush what was queued for connections that were not polled for output; close
     // those whose last words are out.
-    for (auto& [id, c] : conns_) {
-      if (!c->out.empty()) Flush(*c);
-      if (c->closing && c->out.empty()) CloseConn(*c);
+    bool closed_any = false;
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      auto conn = conns_.find(*it);
+      if (conn == conns_.end()) {
+        it = pending_.erase(it);
+        continue;
+      }
+      Conn& c = *conn->second;
+      if (!c.out.empty()) Flush(c);
+      if (c.closing && c.out.empty()) CloseConn(c);
+      closed_any = closed_any || !c.fd.valid();
+      // Flush and CloseConn may have queued output elsewhere; those ids are in pending_.
+      it = c.out.empty() || !c.fd.valid() ? pending_.erase(it) : std::next(it);
     }
-    std::erase_if(conns_, [](const auto& kv) { return !kv.second->fd.valid(); });
+    if (closed_any || !pending_.empty()) {
+      std::erase_if(conns_, [](const auto& kv) { return !kv.second->fd.valid(); });
+    }
   }
 }
 
@@ -200,6 +226,7 @@ void Coordinator::ReadFrom(Conn& c) {
       }
       c.authenticated = true;
       AppendFrame(MessageType::kWelcome, "{}", &c.out);
+      pending_.insert(c.id);
       continue;
     }
     Effects fx;
@@ -227,6 +254,7 @@ void Coordinator::Reject(Conn& c, const Status& why) {
   state_.CountRejection();
   AppendFrame(MessageType::kError, ErrorPayload(why), &c.out);
   c.closing = true;
+  pending_.insert(c.id);
 }
 
 void Coordinator::CloseConn(Conn& c) {

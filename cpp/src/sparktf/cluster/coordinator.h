@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -92,6 +93,7 @@ class Coordinator {
   std::condition_variable cv_;
   bool shutdown_ = false;
   std::map<int, std::unique_ptr<Conn>> conns_;
+  std::set<int> pending_;  // connections with output to flush or a close to carry out
   int next_conn_id_ = 0;
   ClusterState state_;  // guarded by mu_
 };

@@ -42,40 +42,35 @@ std::vector<Role> AssignTensorFlowRoles(int num_nodes, const RoleOptions& option
   return roles;
 }
 
-std::string TensorFlowClusterSpec(const std::vector<Role>& roles,
-                                  const std::vector<std::string>& addresses) {
+TensorFlowClusterInfo::TensorFlowClusterInfo(const std::vector<Role>& roles,
+                                             const std::vector<std::string>& addresses) {
   json spec = json::object();
   for (size_t i = 0; i < roles.size() && i < addresses.size(); ++i) {
     spec[roles[i].job_name].push_back(addresses[i]);
   }
-  return spec.dump();
+  spec_ = spec.dump();
+  for (const char* job : {"worker", "chief", "master"}) {
+    if (spec.contains(job)) num_workers_ += static_cast<int>(spec[job].size());
+  }
+  spec.erase("evaluator");
+  tf_cluster_ = spec.dump();
 }
 
-std::string TensorFlowNodeInfo(const std::string& cluster_spec, const Role& role,
-                               int executor_id, int num_nodes, int generation) {
-  const json spec = json::parse(cluster_spec);
-  json tf_cluster = spec;
-  tf_cluster.erase("evaluator");  // TensorFlow wants the evaluator outside the cluster
-  int num_workers = 0;
-  for (const char* job : {"worker", "chief", "master"}) {
-    if (spec.contains(job)) num_workers += static_cast<int>(spec[job].size());
-  }
-  const json tf_config = {{"cluster", tf_cluster},
-                          {"task", {{"type", role.job_name}, {"index", role.task_index}}},
-                          {"environment", "cloud"}};
-  return json{{"cluster_spec", spec},
-              {"job_name", role.job_name},
-              {"task_index", role.task_index},
-              {"worker_num", role.worker_num},
-              {"executor_id", executor_id},
-              {"num_workers", num_workers},
-              {"num_nodes", num_nodes},
-              {"is_chief", role.is_chief},
-              {"fed", role.fed},
-              {"feed_index", role.feed_index},
-              {"generation", generation},
-              {"tf_config", tf_config.dump()}}
-      .dump();
+std::string TensorFlowClusterInfo::NodeInfo(const Role& role, int executor_id, int num_nodes,
+                                            int generation) const {
+  const std::string task = json{{"type", role.job_name}, {"index", role.task_index}}.dump();
+  const std::string tf_config =
+      R"({"cluster":)" + tf_cluster_ + R"(,"environment":"cloud","task":)" + task + "}";
+  const json small = {{"job_name", role.job_name},    {"task_index", role.task_index},
+                      {"worker_num", role.worker_num}, {"executor_id", executor_id},
+                      {"num_workers", num_workers_},   {"num_nodes", num_nodes},
+                      {"is_chief", role.is_chief},     {"fed", role.fed},
+                      {"feed_index", role.feed_index}, {"generation", generation},
+                      {"tf_config", tf_config}};
+  // {"cluster_spec": <spec>, ...small's fields}: the spec is spliced in, not re-serialized.
+  std::string out = small.dump();
+  out.replace(0, 1, R"({"cluster_spec":)" + spec_ + ",");
+  return out;
 }
 
 }  // namespace sparktf::cluster

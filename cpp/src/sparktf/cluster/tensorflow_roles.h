@@ -37,14 +37,26 @@ struct Role {
 // at least one worker or a chief (the coordinator checks this before it starts).
 std::vector<Role> AssignTensorFlowRoles(int num_nodes, const RoleOptions& options);
 
-// {"job": ["host:port", ...], ...} of every node, `addresses` in executor-id order.
-std::string TensorFlowClusterSpec(const std::vector<Role>& roles,
-                                  const std::vector<std::string>& addresses);
+// What every node is told once the cluster is formed (its CLUSTER_SPEC payload): the
+// cluster spec {"job": ["host:port", ...]}, its role and the rules above, its TF_CONFIG
+// and the cluster's generation (0, then 1 after the first restart, ...). Made once per
+// cluster; the parts all nodes share are serialized once, so that telling N nodes costs
+// O(N) and not O(N^2) (each payload carries the whole spec twice, as TF_CONFIG wants).
+class TensorFlowClusterInfo {
+ public:
+  // `addresses` in executor-id order, one per role.
+  TensorFlowClusterInfo(const std::vector<Role>& roles,
+                        const std::vector<std::string>& addresses);
 
-// What one node is told once the cluster is formed (the CLUSTER_SPEC payload): its
-// role, the rules above, the cluster spec, its TF_CONFIG and the cluster's generation
-// (0, then 1 after the first restart, ...).
-std::string TensorFlowNodeInfo(const std::string& cluster_spec, const Role& role,
-                               int executor_id, int num_nodes, int generation);
+  // The cluster spec (JSON object).
+  const std::string& spec() const { return spec_; }
+  std::string NodeInfo(const Role& role, int executor_id, int num_nodes,
+                       int generation) const;
+
+ private:
+  std::string spec_;        // {"job": [...]}
+  std::string tf_cluster_;  // the same without the evaluator, which TensorFlow wants apart
+  int num_workers_ = 0;     // workers plus the chief/master
+};
 
 }  // namespace sparktf::cluster
