@@ -343,3 +343,26 @@ def mwms_then_fail(args, ctx):
             f.write(str(time.time()))
         raise ValueError("deliberate failure after the strategy started")
     time.sleep(120)
+
+
+def hangs_in_a_callback(args, ctx):
+    """Worker 1 trains a small Keras model whose callback sleeps for 120 s (hung); worker 0
+    finishes at once."""
+    if ctx.task_index != 1:
+        return
+    import time
+
+    os.environ["TF_USE_LEGACY_KERAS"] = "1"
+    import numpy as np
+    import tensorflow as tf
+
+    class Hang(tf.keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            with open(os.path.join(args, "hung"), "w") as f:
+                f.write(str(time.time()))
+            time.sleep(120)
+
+    x = np.zeros((64, 4), np.float32)
+    model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    model.fit(x, x[:, 0], epochs=2, verbose=0, callbacks=[Hang()])

@@ -347,6 +347,23 @@ def test_teardown_after_a_failure_does_not_wait_out_the_kill_grace(spark, tmp_pa
     assert took < 2.0, took
 
 
+def test_a_node_that_makes_no_progress_fails_and_is_named(spark, tmp_path):
+    """A worker hung in a Keras callback (a sleep): its main thread stays put, and after
+    progress_timeout its node fails like a dead one, named, instead of shutdown() waiting
+    out its own timeout."""
+    cluster = TFCluster.run(spark.sparkContext, cluster_funs.hangs_in_a_callback,
+                            str(tmp_path), 2, reservation_timeout=120, progress_timeout=4)
+    with pytest.raises(errors.Aborted) as exc:
+        cluster.shutdown(timeout=120)
+    raised = time.time()
+    message = str(exc.value)
+    assert re.match(r"worker:1 \(executor 1 .*\) failed with signal \d+ \(its TF process made no "
+                    r"progress for 4 s", message), message[:600]
+    hung = float(open(tmp_path / "hung").read())
+    assert 4 <= raised - hung < 9, raised - hung
+    assert wait_no_node_processes() == []
+
+
 def test_more_executors_than_exist_is_a_clear_error(spark):
     t0 = time.monotonic()
     with pytest.raises(ValueError, match=r"num_executors=6 but the cluster has 4 executor"):

@@ -37,6 +37,7 @@ logger = logging.getLogger("sparktf")
 
 __all__ = ["InputMode", "TFCluster", "run"]
 
+DEFAULT_PROGRESS_TIMEOUT = 1800.0  # seconds a node's main thread may stay put
 DEFAULT_SLOT_WAIT = 30.0  # seconds to wait for executors to come up before failing
 
 
@@ -276,7 +277,8 @@ def _node_task(meta: dict):
                    "--executor-id", str(executor_id), "--error-file",
                    os.path.join(tmp, "error"), "--reservation-timeout",
                    str(meta["reservation_timeout"]), "--python", sys.executable,
-                   "--generation", str(meta.get("generation", 0))]
+                   "--generation", str(meta.get("generation", 0)),
+                   "--progress-timeout", str(meta.get("progress_timeout") or 0)]
             spark_executor = _spark_executor_id(jvm) if jvm else ""
             if spark_executor:
                 cmd += ["--spark-executor-id", spark_executor]
@@ -611,7 +613,8 @@ class _JobThread(threading.Thread):
 def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
         input_mode=InputMode.TENSORFLOW, log_dir=None, driver_ps_nodes=False,
         master_node=None, reservation_timeout=600, queues=None, eval_node=False,
-        release_port=True, heartbeat_timeout=10.0, restarts=0, restart_backoff=1.0):
+        release_port=True, heartbeat_timeout=10.0, restarts=0, restart_backoff=1.0,
+        progress_timeout=DEFAULT_PROGRESS_TIMEOUT):
     """Starts a TensorFlow cluster on `num_executors` Spark executors and runs
     ``map_fun(tf_args, ctx)`` on each (TFoS's TFCluster.run). Returns once every
     node has its role; raises a clear error within seconds when Spark cannot
@@ -623,7 +626,11 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
     after the failure: a new generation (``ctx.restart_count``) with new node tasks, ports
     and TF_CONFIG. Training resumes from the user's own checkpoints (Keras
     ``BackupAndRestore``, a ``CheckpointManager``) on a path every node sees. After K
-    restarts the next failure raises, listing every generation's failure."""
+    restarts the next failure raises, listing every generation's failure.
+
+    A node whose TF process's main thread does not move for `progress_timeout` s (a
+    sleep or a deadlock in map_fun; a single TensorFlow step or compilation that long
+    counts too) fails like a dead one, named in the error; None turns this off."""
     try:  # the standalone package loads faster on the node than pyspark's copy
         import cloudpickle
     except ImportError:
@@ -665,6 +672,7 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
         "coordinator": f"{_driver_host(sc)}:{coordinator.port}",
         "token": token,
         "reservation_timeout": float(reservation_timeout),
+        "progress_timeout": float(progress_timeout) if progress_timeout else None,
         "log_dir": log_dir if tensorboard else None,
         "payload": cloudpickle.dumps((map_fun, tf_args, {"release_port": bool(release_port),
                                                          "defaultFS": default_fs,

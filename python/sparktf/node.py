@@ -368,20 +368,51 @@ def _register_filesystems_when_tensorflow_loads() -> None:
         sys.meta_path.insert(0, _RegisterFilesystemsAfterTensorFlow())
 
 
+# The pipe to this node's agent (SPARKTF_STATUS_FD): "progress" and "done" lines.
+_status_lock = threading.Lock()
+
+
+def _tell_agent(line: bytes) -> None:
+    fd = int(os.environ.get("SPARKTF_STATUS_FD", "-1"))
+    if fd < 0:
+        return
+    with _status_lock:
+        try:
+            os.write(fd, line)
+        except OSError:
+            pass
+
+
+def _report_progress(interval: float = 1.0) -> None:
+    """From a daemon thread, tells the agent "progress" each second in which the main
+    thread moved (its innermost frame or instruction changed between two looks). A main
+    thread that stays put (a sleep in a Keras callback, a deadlock) stops the reports,
+    and the agent fails the node after TFCluster.run's progress_timeout."""
+    main = threading.main_thread().ident
+
+    def where():
+        frame = sys._current_frames().get(main)
+        return (id(frame), frame.f_lasti) if frame is not None else None
+
+    def watch():
+        last = where()
+        while True:
+            time.sleep(interval)
+            now = where()
+            if now != last:
+                _tell_agent(b"progress\n")
+            last = now
+
+    threading.Thread(target=watch, name="sparktf-progress", daemon=True).start()
+
+
 def _tell_agent_done() -> None:
     """Tells the agent that map_fun returned and its results are out (the streams are
     flushed): the agent gives the interpreter's teardown a moment, then ends it, so that
     TensorFlow's runtime waiting for its peers at exit does not hold up the cluster."""
-    fd = int(os.environ.get("SPARKTF_DONE_FD", "-1"))
-    if fd < 0:
-        return
     sys.stdout.flush()
     sys.stderr.flush()
-    try:
-        os.write(fd, b"done\n")
-        os.close(fd)
-    except OSError:
-        pass
+    _tell_agent(b"done\n")
 
 
 def _listening_on(port: int) -> bool:
@@ -429,6 +460,7 @@ def main(argv: list[str]) -> int:
         finally:
             os.unlink(argv[0])  # even if unreadable: nothing of the node stays on disk
         map_fun, tf_args, options = pickle.loads(payload)
+        _report_progress()
         ctx = NodeContext.from_env(defaultFS=options.get("defaultFS", "file://"))
         _register_filesystems_when_tensorflow_loads()
         _open_feeds(ctx, options.get("queues") or ["input"])

@@ -66,6 +66,7 @@ struct AgentArgs {
   node::AgentOptions options;
   double reservation_timeout = 600;
   double feed_timeout = 600;
+  double progress_timeout = 0;
   std::string gpus;
 };
 
@@ -195,6 +196,10 @@ void AddClusterCommands(CLI::App* app) {
                     "Write 'ready' to this descriptor once the command runs, then close it");
   agent->add_option("--watch-pid", aa->options.watch_pid,
                     "Stop when this process (the Spark executor) ends, instead of the parent");
+  agent->add_option("--progress-timeout", aa->progress_timeout,
+                    "Seconds the TF process's main thread may stay put before it fails "
+                    "(0: never)")
+      ->capture_default_str();
   agent->add_option("--generation", aa->options.generation,
                     "The cluster's generation (restarts so far) this node belongs to")
       ->capture_default_str();
@@ -215,6 +220,8 @@ void AddClusterCommands(CLI::App* app) {
         std::chrono::milliseconds(static_cast<int64_t>(aa->reservation_timeout * 1000));
     aa->options.feed_timeout =
         std::chrono::milliseconds(static_cast<int64_t>(aa->feed_timeout * 1000));
+    aa->options.progress_timeout =
+        std::chrono::milliseconds(static_cast<int64_t>(aa->progress_timeout * 1000));
     if (aa->options.watch_pid > 0) aa->options.die_with_parent = false;
     auto code = node::RunAgent(aa->options);
     if (!code.ok()) {

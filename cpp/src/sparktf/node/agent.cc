@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -235,11 +236,12 @@ Result<int> RunAgent(const AgentOptions& o) {
   extra["SPARKTF_EXECUTOR_ID"] = std::to_string(o.executor_id);
   extra["SPARKTF_PORT"] = std::to_string(port);
   extra["SPARKTF_PORT_FD"] = std::to_string(port_fd.get());
-  // The TF process writes "done" here once map_fun returned and its results are reported.
-  int done_pipe[2];
-  if (::pipe2(done_pipe, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
-  UniqueFd done_read(done_pipe[0]), done_write(done_pipe[1]);
-  extra["SPARKTF_DONE_FD"] = std::to_string(done_write.get());
+  // The TF process writes lines here: "progress" when its main thread moved (at most once
+  // a second), "done" once map_fun returned and its results are reported.
+  int status_pipe[2];
+  if (::pipe2(status_pipe, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
+  UniqueFd status_read(status_pipe[0]), status_write(status_pipe[1]);
+  extra["SPARKTF_STATUS_FD"] = std::to_string(status_write.get());
   extra["SPARKTF_HOST"] = host;
   if (!o.error_file.empty()) extra["SPARKTF_ERROR_FILE"] = o.error_file;
   if (feeds) extra["SPARKTF_FEED_CLUSTER_ID"] = o.feed_cluster_id;
@@ -263,10 +265,10 @@ Result<int> RunAgent(const AgentOptions& o) {
   if (::pipe2(out_pipe, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
   UniqueFd out_read(out_pipe[0]), out_write(out_pipe[1]);
   ASSIGN_OR_RETURN(pid_t child, Spawn(o.command, env, out_write.get(), err_write.get(),
-                                      {port_fd.get(), done_write.get()}, orig));
+                                      {port_fd.get(), status_write.get()}, orig));
   err_write.Reset();
   out_write.Reset();
-  done_write.Reset();
+  status_write.Reset();
   port_fd.Reset();  // the TF process holds the reservation now
 
   pid_t tensorboard = -1;
@@ -298,6 +300,9 @@ Result<int> RunAgent(const AgentOptions& o) {
   std::string stop_reason;
   auto next_beat = Clock::now() + o.heartbeat_interval;
   auto exit_deadline = Clock::time_point::max();  // set once map_fun returned
+  auto last_progress = Clock::now();
+  const bool watch_progress = o.progress_timeout.count() > 0;
+  std::string status_lines;
   // Forwards what the TF process wrote to `from` to this agent's fd `to` (and keeps the
   // last stderr lines), until nothing arrives for timeout_ms or the pipe closes.
   auto drain = [&](UniqueFd& from, int to, TailBuffer* keep, int timeout_ms) {
@@ -333,18 +338,38 @@ Result<int> RunAgent(const AgentOptions& o) {
     pollfd fds[6] = {{conn.fd(), POLLIN, 0}, {sigfd.get(), POLLIN, 0}, {watch_fd.get(), POLLIN, 0},
                      {err_read.valid() ? err_read.get() : -1, POLLIN, 0},
                      {out_read.valid() ? out_read.get() : -1, POLLIN, 0},
-                     {done_read.valid() ? done_read.get() : -1, POLLIN, 0}};
+                     {status_read.valid() ? status_read.get() : -1, POLLIN, 0}};
+    const auto progress_deadline =
+        watch_progress ? last_progress + o.progress_timeout : Clock::time_point::max();
     auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
-        std::min(next_beat, exit_deadline) - Clock::now());
+        std::min({next_beat, exit_deadline, progress_deadline}) - Clock::now());
     ::poll(fds, 6, static_cast<int>(std::max<int64_t>(wait.count(), 0)));
     if ((fds[3].revents | fds[4].revents) & (POLLIN | POLLHUP)) drain_output(0);
     if (fds[5].revents & (POLLIN | POLLHUP)) {
-      char buf[16];
-      const ssize_t n = ::read(done_read.get(), buf, sizeof(buf));
-      if (n > 0 && std::string_view(buf, static_cast<size_t>(n)).starts_with("done")) {
-        exit_deadline = Clock::now() + o.exit_grace;
+      char buf[256];
+      const ssize_t n = ::read(status_read.get(), buf, sizeof(buf));
+      if (n <= 0) {
+        status_read.Reset();
+      } else {
+        status_lines.append(buf, static_cast<size_t>(n));
+        for (size_t eol; (eol = status_lines.find('\n')) != std::string::npos;) {
+          const std::string line = status_lines.substr(0, eol);
+          status_lines.erase(0, eol + 1);
+          last_progress = Clock::now();
+          if (line == "done") exit_deadline = Clock::now() + o.exit_grace;
+        }
       }
-      done_read.Reset();
+    }
+    if (!exited && watch_progress && exit_deadline == Clock::time_point::max() &&
+        Clock::now() >= last_progress + o.progress_timeout) {
+      const auto secs = std::chrono::duration_cast<std::chrono::seconds>(o.progress_timeout);
+      std::cerr << "sparktf agent " << o.executor_id << ": the TF process made no progress for "
+                << secs.count() << " s; killing it\n";
+      stop_child("its TF process made no progress for " + std::to_string(secs.count()) +
+                     " s: its main thread stayed where it was (hung? TFCluster.run's "
+                     "progress_timeout sets this limit)",
+                 o.abort_kill_grace);
+      stopped = false;  // this node failed
     }
     if (!exited && Clock::now() >= exit_deadline) {
       // map_fun returned and everything is reported; what is left is the interpreter's

@@ -45,6 +45,8 @@ struct AgentOptions {
   std::chrono::milliseconds kill_grace = kDefaultKillGrace;
   std::chrono::milliseconds exit_grace = kDefaultExitGrace;
   std::chrono::milliseconds abort_kill_grace = kDefaultAbortKillGrace;
+  // The TF process fails when its main thread has not moved for this long (0: never).
+  std::chrono::milliseconds progress_timeout{0};
   size_t stderr_tail_lines = 40;
   bool die_with_parent = true;  // PR_SET_PDEATHSIG
   int watch_pid = 0;  // also stop when this process ends (the Spark executor's JVM)
