@@ -85,19 +85,42 @@ def _task_slots(sc) -> tuple[int, int]:
     return executors, int(jsc.maxNumConcurrentTasks(profile))
 
 
-def _wait_for_slots(sc, needed: int, timeout: float) -> None:
+def _requested_executors(sc) -> int | None:
+    """How many executors the application asked for (spark.executor.instances,
+    --num-executors), when that is fixed; None when Spark does not say (local-cluster,
+    standalone's cores-based sizing, dynamic allocation)."""
+    conf = sc.getConf()
+    if conf.get("spark.dynamicAllocation.enabled", "false").lower() == "true":
+        return None
+    value = conf.get("spark.executor.instances", None)
+    return int(value) if value else None
+
+
+def _wait_for_slots(sc, needed: int, timeout: float, patience: float) -> None:
+    """Returns once Spark has `needed` task slots. Fails at once when the application
+    asked for fewer executors than that; waits up to `patience` (the reservation timeout)
+    while executors it asked for are still starting (YARN containers can take long), and
+    up to `timeout` otherwise."""
+    requested = _requested_executors(sc)
+    if requested is not None and requested < needed:
+        timeout = 0.0
+    elif requested is not None:
+        timeout = patience
     deadline = time.monotonic() + timeout
     while True:
         executors, slots = _task_slots(sc)
         if slots >= needed:
             return
         if time.monotonic() >= deadline:
+            asked = (f" (the application asked for {requested}: spark.executor.instances)"
+                     if requested is not None else "")
             raise errors.InvalidArgument(
                 f"num_executors={needed} but the cluster has {executors} executor(s) with "
-                f"{slots} task slot(s) after waiting {timeout:.0f} s. Ask Spark for at least "
-                f"{needed} executors (spark.executor.instances, --num-executors), with one "
-                "task slot each (spark.executor.cores = spark.task.cpus), and disable dynamic "
-                "allocation (spark.dynamicAllocation.enabled=false)" + _yarn_hint(sc))
+                f"{slots} task slot(s) after waiting {timeout:.0f} s{asked}. Ask Spark for "
+                f"at least {needed} executors (spark.executor.instances, --num-executors), "
+                "with one task slot each (spark.executor.cores = spark.task.cpus), and "
+                "disable dynamic allocation (spark.dynamicAllocation.enabled=false)"
+                + _yarn_hint(sc))
         time.sleep(0.2)
 
 
@@ -513,7 +536,8 @@ class TFCluster:
         self.generation = self._coordinator.restart()
         time.sleep(self._restart_backoff)
         _wait_for_slots(self.sc, self._num_executors,
-                        min(self._meta["reservation_timeout"], DEFAULT_SLOT_WAIT))
+                        min(self._meta["reservation_timeout"], DEFAULT_SLOT_WAIT),
+                        self._meta["reservation_timeout"])
         self._start_generation()
 
     def _fail(self, message: str, exc_type=errors.Aborted):
@@ -655,7 +679,8 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
     num_executors = int(num_executors)
     _agent_binary()  # the driver's install is complete (each executor checks its own)
     _check_dynamic_allocation(sc, num_executors)
-    _wait_for_slots(sc, num_executors, min(float(reservation_timeout), DEFAULT_SLOT_WAIT))
+    _wait_for_slots(sc, num_executors, min(float(reservation_timeout), DEFAULT_SLOT_WAIT),
+                    float(reservation_timeout))
 
     token = secrets.token_hex(16)
     # Names what others can see (shm rings and abstract sockets, which every local user can
