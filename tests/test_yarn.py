@@ -279,8 +279,11 @@ def test_spark_mode_training_and_inference_on_yarn(yarn):
     counts (even once the Python worker that started its agent has ended); so does the
     chief's TensorBoard (tensorboard=True, logs on HDFS), which answers on its URL."""
     base = f"{yarn.url}/spark-mode"
+    # The chief's container holds its TF process and TensorBoard (TensorFlow too): YARN
+    # killed it at 2 GB with the default 1g overhead (README: Memory on YARN).
     p = spark_submit(yarn, "client", ROOT / "tests" / "yarn_jobs" / "spark_mode.py",
-                     "--base", base, "--epochs", "8", timeout=800)
+                     "--base", base, "--epochs", "8", timeout=800,
+                     conf={"spark.executor.memoryOverhead": "2g"})
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-4000:]
     r = job_result(p)
     print(json.dumps(r, indent=1))
