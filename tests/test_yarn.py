@@ -253,7 +253,8 @@ def test_too_few_executors_and_a_module_missing_from_the_archive_are_explained(y
     print(json.dumps(r, indent=1))
     few = r["too_few_executors"]
     assert few["type"] == "InvalidArgument", few
-    assert "num_executors=2 but the cluster has 1 executor(s)" in few["error"], few
+    # It fails before waiting, so how many executors had registered by then varies.
+    assert re.match(r"num_executors=2 but the cluster has [01] executor\(s\)", few["error"]), few
     assert "the application asked for 1: spark.executor.instances" in few["error"], few
     for setting in ("spark.executor.instances", "spark.yarn.queue",
                     "spark.executor.memoryOverhead", "yarn.scheduler.maximum-allocation-mb"):
