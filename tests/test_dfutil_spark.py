@@ -172,6 +172,26 @@ def test_failed_job_leaves_no_output_and_says_so(spark, store):
     assert r.count_records(out) == 10
 
 
+def test_an_attempt_that_outlives_its_aborted_job_leaves_nothing(store):
+    """What a Python worker that Spark has not yet killed does after the driver aborted the
+    job, on each store: a writer that was open finishes (or dies), one that begins is
+    refused; neither leaves anything below the output directory."""
+    from sparktf import _native
+
+    out = f"{store}/straggler"
+    committer = _native.OutputCommitter.make(out, "job1", "error")
+    committer.setup_job()
+    open_one = _native.RecordWriter.for_task_attempt(out, "job1", 0, 0, "part-r-00000.tfrecord")
+    open_one.write(b"written before the abort")
+    committer.abort_job()
+    with pytest.raises(errors.SparktfError):
+        open_one.write(b"after")
+        open_one.close()
+    with pytest.raises(errors.Aborted, match="job1 .* is over"):
+        _native.RecordWriter.for_task_attempt(out, "job1", 1, 3, "part-r-00001.tfrecord")
+    assert not fs.exists(out) or names(out) == []
+
+
 def test_load_from_remote_stores(spark, df, store):
     out = f"{store}/load"
     dfutil.saveAsTFRecords(df, out, num_shards=2, compression="GZIP")

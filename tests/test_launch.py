@@ -36,8 +36,9 @@ def test_launch_fails_fast_and_kills_the_rest(tmp_path):
     script = ("import os, sys, time\n"
               "if os.environ['SPARKTF_EXECUTOR_ID'] == '1':\n"
               "    raise RuntimeError('node 1 gives up')\n"
-              "open(sys.argv[1] + '/pid-' + os.environ['SPARKTF_EXECUTOR_ID'], 'w')"
-              ".write(str(os.getpid()))\n"
+              "p = sys.argv[1] + '/pid-' + os.environ['SPARKTF_EXECUTOR_ID']\n"
+              "open(p + '.tmp', 'w').write(str(os.getpid()))\n"
+              "os.rename(p + '.tmp', p)  # a node killed before this leaves only a .tmp\n"
               "time.sleep(120)\n")
     t0 = time.monotonic()
     p = launch("-n", "3", "--", sys.executable, "-c", script, str(tmp_path))
@@ -45,7 +46,10 @@ def test_launch_fails_fast_and_kills_the_rest(tmp_path):
     assert time.monotonic() - t0 < 20
     assert "worker:1 (executor 1" in p.stderr and "RuntimeError: node 1 gives up" in p.stderr
     for name in os.listdir(tmp_path):
-        assert not os.path.exists(f"/proc/{open(tmp_path / name).read()}"), name
+        pid = open(tmp_path / name).read()
+        # A .tmp is empty when its node was killed between creating and writing it.
+        if pid or not name.endswith(".tmp"):
+            assert pid and not os.path.exists(f"/proc/{pid}"), name
 
 
 def test_launch_across_two_launchers_sharing_a_coordinator(tmp_path):
@@ -90,8 +94,9 @@ def test_killed_launcher_leaves_nothing_running(tmp_path):
     import signal
 
     script = ("import os, sys, time\n"
-              "open(sys.argv[1] + '/pid-' + os.environ['SPARKTF_EXECUTOR_ID'], 'w')"
-              ".write(str(os.getpid()))\n"
+              "p = sys.argv[1] + '/pid-' + os.environ['SPARKTF_EXECUTOR_ID']\n"
+              "open(p + '.tmp', 'w').write(str(os.getpid()))\n"
+              "os.rename(p + '.tmp', p)  # a node killed before this leaves only a .tmp\n"
               "time.sleep(120)\n")
     p = subprocess.Popen([SPARKTF, "launch", "-n", "2", "--", sys.executable, "-c", script,
                           str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)

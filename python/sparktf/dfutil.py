@@ -139,19 +139,19 @@ def saveAsTFRecords(df, output_dir: str, num_shards: int | None = None,
 
         ctx = TaskContext.get()
         part, attempt = ctx.partitionId(), ctx.attemptNumber()
-        uri = _native.OutputCommitter.task_attempt_uri(
-            out_dir, job_id, part, attempt, f"part-r-{part:05d}{suffix}")
-        writer = _native.RecordWriter(uri, comp)
+        name = f"part-r-{part:05d}{suffix}"
+        # Refused once the job is over: this worker may outlive its task and the job.
+        writer = _native.RecordWriter.for_task_attempt(out_dir, job_id, part, attempt, name,
+                                                       comp)
         n = 0
         try:
             for batch in batches:
                 n += writer.write_columns(_arrow_columns(batch), batch.num_rows)
         except BaseException:
-            # This worker may outlive its failed task and the job's abort: clean up here.
             writer.abort()
-            _native.OutputCommitter.abort_task_attempt(out_dir, job_id, part, attempt)
             raise
         writer.close()
+        uri = _native.OutputCommitter.task_attempt_uri(out_dir, job_id, part, attempt, name)
         yield pa.RecordBatch.from_pydict({"file": [uri], "records": [n]})
 
     sc = df.sparkSession.sparkContext

@@ -169,15 +169,6 @@ void InitFs(nb::module_& m) {
              return Unlocked([&] { return c.CommitJob(files); });
            })
       .def("abort_job", [](OutputCommitter& c) { Unlocked([&] { return c.AbortJob(); }); })
-      .def_static(
-          "abort_task_attempt",
-          [](const std::string& dir, const std::string& job_id, int64_t partition,
-             int64_t attempt) {
-            Unlocked([&] {
-              return OutputCommitter::AbortTaskAttempt(dir, job_id, partition, attempt);
-            });
-          },
-          nb::arg("output_dir"), nb::arg("job_id"), nb::arg("partition"), nb::arg("attempt"))
       .def_static("task_attempt_uri", &OutputCommitter::TaskAttemptUri, nb::arg("output_dir"),
                   nb::arg("job_id"), nb::arg("partition"), nb::arg("attempt"), nb::arg("name"))
       .def_prop_ro("output_dir", &OutputCommitter::output_dir)

@@ -12,6 +12,7 @@
 
 #include "bindings.h"
 #include "sparktf/fs/file_system.h"
+#include "sparktf/fs/output_committer.h"
 #include "sparktf/record/columnar.h"
 #include "sparktf/record/columnar_encoder.h"
 #include "sparktf/record/example.h"
@@ -423,6 +424,23 @@ class PyRecordWriter {
     }();
     writer_ = ValueOrThrow(std::move(w));
   }
+  // The file of one task attempt of an OutputCommitter job (see output_committer.h).
+  static PyRecordWriter ForTaskAttempt(const std::string& output_dir,
+                                       const std::string& job_id, int64_t partition,
+                                       int64_t attempt, const std::string& name,
+                                       const std::optional<std::string>& compression,
+                                       int level) {
+    RecordWriterOptions o;
+    o.compression = CompressionFor(name, compression);
+    o.compression_level = level;
+    Result<std::unique_ptr<RecordWriter>> w = [&]() -> Result<std::unique_ptr<RecordWriter>> {
+      nb::gil_scoped_release release;
+      ASSIGN_OR_RETURN(auto file, OutputCommitter::OpenTaskAttemptFile(output_dir, job_id,
+                                                                       partition, attempt, name));
+      return RecordWriter::Make(std::move(file), o);
+    }();
+    return PyRecordWriter(ValueOrThrow(std::move(w)));
+  }
   void Write(nb::handle record) { ThrowIfError(Live()->Write(BytesView(record))); }
   void WriteMany(nb::handle records) {
     for (nb::handle r : records) ThrowIfError(Live()->Write(BytesView(r)));
@@ -501,6 +519,7 @@ class PyRecordWriter {
   uint64_t records_written() const { return writer_ ? writer_->records_written() : 0; }
 
  private:
+  explicit PyRecordWriter(std::unique_ptr<RecordWriter> writer) : writer_(std::move(writer)) {}
   RecordWriter* Live() {
     if (!writer_) throw StatusError(Status::InvalidArgument("writer is closed"));
     return writer_.get();
@@ -562,6 +581,9 @@ void InitRecords(nb::module_& m) {
   nb::class_<PyRecordWriter>(m, "RecordWriter")
       .def(nb::init<const std::string&, const std::optional<std::string>&, int>(),
            nb::arg("path"), nb::arg("compression") = nb::none(), nb::arg("level") = -1)
+      .def_static("for_task_attempt", &PyRecordWriter::ForTaskAttempt, nb::arg("output_dir"),
+                  nb::arg("job_id"), nb::arg("partition"), nb::arg("attempt"), nb::arg("name"),
+                  nb::arg("compression") = nb::none(), nb::arg("level") = -1)
       .def("write", &PyRecordWriter::Write)
       .def("write_many", &PyRecordWriter::WriteMany)
       .def("write_columns", &PyRecordWriter::WriteColumns, nb::arg("columns"),

@@ -173,9 +173,10 @@ Result<std::unique_ptr<RandomAccessFile>> OpenInputFile(const std::string& uri) 
   return fs->OpenForRead(uri);
 }
 
-Result<std::unique_ptr<WritableFile>> OpenOutputFile(const std::string& uri) {
+Result<std::unique_ptr<WritableFile>> OpenOutputFile(const std::string& uri,
+                                                     const WriteOptions& options) {
   ASSIGN_OR_RETURN(auto fs, FsFor(uri));
-  return fs->OpenForWrite(uri);
+  return fs->OpenForWrite(uri, options);
 }
 
 Result<std::unique_ptr<WritableFile>> OpenStreamingOutputFile(const std::string& uri) {

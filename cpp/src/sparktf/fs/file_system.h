@@ -49,6 +49,14 @@ class RandomAccessFile : public InputStream {
   virtual Result<size_t> ReadAt(uint64_t offset, char* dst, size_t n) = 0;
 };
 
+// How OpenForWrite creates a file.
+struct WriteOptions {
+  // Make missing parent directories (as HDFS and S3 writes do). When false, a missing
+  // parent is NotFound, and no directory is made; stores without directories (S3)
+  // ignore it.
+  bool create_parents = true;
+};
+
 // A file being written. Nothing is visible at its URI until Close() (the commit)
 // succeeds, which replaces any file already there. Abort() drops what was written and
 // leaves nothing behind; so does destroying the object without Close().
@@ -67,8 +75,11 @@ class FileSystem {
   // The direct children of a directory, in no particular order.
   virtual Result<std::vector<FileInfo>> ListDir(const std::string& uri) = 0;
   virtual Result<std::unique_ptr<RandomAccessFile>> OpenForRead(const std::string& uri) = 0;
-  // Creates missing parent directories (as HDFS and S3 writes do).
-  virtual Result<std::unique_ptr<WritableFile>> OpenForWrite(const std::string& uri) = 0;
+  virtual Result<std::unique_ptr<WritableFile>> OpenForWrite(const std::string& uri,
+                                                             const WriteOptions& options) = 0;
+  Result<std::unique_ptr<WritableFile>> OpenForWrite(const std::string& uri) {
+    return OpenForWrite(uri, WriteOptions{});
+  }
   // A file that exists at its URI from the start and whose readers see what Flush()
   // pushed (local files: every write; HDFS: an hsync, which records the length with the
   // namenode), for logs that are read while they grow (TensorBoard event files). Close() finishes it; Abort() deletes it. Stores that
@@ -134,7 +145,8 @@ std::string UriParent(std::string_view uri);
 // ---- Convenience over the default registry: what callers use. ----
 
 Result<std::unique_ptr<RandomAccessFile>> OpenInputFile(const std::string& uri);
-Result<std::unique_ptr<WritableFile>> OpenOutputFile(const std::string& uri);
+Result<std::unique_ptr<WritableFile>> OpenOutputFile(const std::string& uri,
+                                                     const WriteOptions& options = {});
 Result<std::unique_ptr<WritableFile>> OpenStreamingOutputFile(const std::string& uri);
 Result<FileInfo> StatPath(const std::string& uri);
 // NotFound is false; other errors are errors.

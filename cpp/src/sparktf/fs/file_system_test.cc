@@ -320,10 +320,11 @@ namespace {
 
 class CommitterTest : public MemFsTest {
  protected:
+  // One attempt writes its file through the committer.
   void WriteAttempt(const std::string& job, int part, int attempt, const std::string& data) {
-    auto w = OpenOutputFile(OutputCommitter::TaskAttemptUri(
-        "mem://b/out", job, part, attempt, "part-" + std::to_string(part)));
-    ASSERT_TRUE(w.ok());
+    auto w = OutputCommitter::OpenTaskAttemptFile("mem://b/out", job, part, attempt,
+                                                  "part-" + std::to_string(part));
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
     ASSERT_TRUE((*w)->Write(data).ok());
     ASSERT_TRUE((*w)->Close().ok());
   }
@@ -341,7 +342,8 @@ TEST_F(CommitterTest, OnlyTheWinningAttemptsBecomeVisible) {
   WriteAttempt("job1", 0, 0, "a0");
   WriteAttempt("job1", 1, 0, "partial");  // failed attempt: Spark does not report it
   WriteAttempt("job1", 1, 1, "b1");
-  WriteAttempt("job0", 5, 0, "z");  // a straggler of an earlier, failed job
+  // What the killed process of an earlier, failed job's attempt left.
+  fs_->Put(OutputCommitter::TaskAttemptUri("mem://b/out", "job0", 5, 0, "part-5"), "z");
   auto finals = c->CommitJob({OutputCommitter::TaskAttemptUri("mem://b/out", "job1", 0, 0,
                                                               "part-0"),
                               OutputCommitter::TaskAttemptUri("mem://b/out", "job1", 1, 1,
@@ -381,30 +383,57 @@ TEST_F(CommitterTest, RejectsForeignAndDuplicateFiles) {
   ASSERT_TRUE(c.ok() && c->SetupJob().ok());
   EXPECT_EQ(c->CommitJob({"mem://b/elsewhere/part-0"}).status().code(),
             StatusCode::kInvalidArgument);
+  EXPECT_EQ(c->CommitJob({"mem://b/out/_temporary/job1/part-0"}).status().code(),
+            StatusCode::kInvalidArgument);
   const std::string a = OutputCommitter::TaskAttemptUri("mem://b/out", "job1", 0, 0, "p");
   const std::string b = OutputCommitter::TaskAttemptUri("mem://b/out", "job1", 1, 0, "p");
   EXPECT_EQ(c->CommitJob({a, b}).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(OutputCommitter::Make("mem://b/out", "a/b", WriteMode::kOverwrite).status().code(),
             StatusCode::kInvalidArgument);
+  EXPECT_EQ(OutputCommitter::OpenTaskAttemptFile("mem://b/out", "job1", 0, 0, "x/y")
+                .status()
+                .code(),
+            StatusCode::kInvalidArgument);
 }
 
-TEST_F(CommitterTest, AFailedAttemptCleansOnlyItsOwnWhileTheJobIsLive) {
-  auto c = OutputCommitter::Make("mem://b/out", "job1", WriteMode::kErrorIfExists);
-  ASSERT_TRUE(c.ok() && c->SetupJob().ok());
-  WriteAttempt("job1", 0, 0, "a0");
-  WriteAttempt("job1", 1, 0, "partial");
-  ASSERT_TRUE(OutputCommitter::AbortTaskAttempt("mem://b/out", "job1", 1, 0).ok());
-  EXPECT_EQ(Keys(), (std::vector<std::string>{"mem://b/out/_temporary/job1/_job-live",
-                                              "mem://b/out/_temporary/job1/attempt-0-0/part-0"}));
-}
-
-TEST_F(CommitterTest, AnAttemptThatWritesAfterTheAbortLeavesNothing) {
+TEST_F(CommitterTest, AnAttemptCannotBeginAfterItsJobEnded) {
   auto c = OutputCommitter::Make("mem://b/out", "job1", WriteMode::kErrorIfExists);
   ASSERT_TRUE(c.ok() && c->SetupJob().ok());
   ASSERT_TRUE(c->AbortJob().ok());
-  WriteAttempt("job1", 1, 3, "straggler");  // its task failed; its writer had not yet begun
-  ASSERT_TRUE(OutputCommitter::AbortTaskAttempt("mem://b/out", "job1", 1, 3).ok());
+  auto w = OutputCommitter::OpenTaskAttemptFile("mem://b/out", "job1", 1, 3, "part-1");
+  EXPECT_EQ(w.status().code(), StatusCode::kAborted) << w.status().ToString();
+  EXPECT_NE(w.status().message().find("job1"), std::string::npos);
   EXPECT_TRUE(Keys().empty());
+}
+
+// A store without directories (as S3): the writer was open when the job was aborted,
+// and completes its file afterwards.
+TEST_F(CommitterTest, AnAttemptCompletedAfterTheAbortDeletesItself) {
+  auto c = OutputCommitter::Make("mem://b/out", "job1", WriteMode::kErrorIfExists);
+  ASSERT_TRUE(c.ok() && c->SetupJob().ok());
+  auto w = OutputCommitter::OpenTaskAttemptFile("mem://b/out", "job1", 1, 0, "part-1");
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE((*w)->Write("straggler").ok());
+  ASSERT_TRUE(c->AbortJob().ok());
+  Status st = (*w)->Close();
+  EXPECT_EQ(st.code(), StatusCode::kAborted) << st.ToString();
+  EXPECT_TRUE(Keys().empty());
+}
+
+// The same after a commit: a losing attempt that completes late leaves nothing.
+TEST_F(CommitterTest, ALosingAttemptCompletedAfterTheCommitLeavesNothing) {
+  auto c = OutputCommitter::Make("mem://b/out", "job1", WriteMode::kErrorIfExists);
+  ASSERT_TRUE(c.ok() && c->SetupJob().ok());
+  auto late = OutputCommitter::OpenTaskAttemptFile("mem://b/out", "job1", 0, 1, "part-0");
+  ASSERT_TRUE(late.ok());
+  WriteAttempt("job1", 0, 0, "winner");
+  ASSERT_TRUE(
+      c->CommitJob({OutputCommitter::TaskAttemptUri("mem://b/out", "job1", 0, 0, "part-0")})
+          .ok());
+  ASSERT_TRUE((*late)->Write("loser").ok());
+  EXPECT_EQ((*late)->Close().code(), StatusCode::kAborted);
+  EXPECT_EQ(Keys(), (std::vector<std::string>{"mem://b/out/_SUCCESS", "mem://b/out/part-0"}));
+  EXPECT_EQ(fs_->files["mem://b/out/part-0"], "winner");
 }
 
 }  // namespace
@@ -413,27 +442,33 @@ TEST_F(CommitterTest, AnAttemptThatWritesAfterTheAbortLeavesNothing) {
 namespace sparktf {
 namespace {
 
-TEST(LocalCommitterTest, AStragglerAfterTheAbortLeavesNoDirectoryButSparesTheNextJob) {
+// A filesystem with directories: an attempt whose process is killed at any point, or
+// that runs on after the abort, leaves nothing, and the next job is spared.
+TEST(LocalCommitterTest, NoAttemptWritesBelowAnAbortedJob) {
   TempDir dir;
   const std::string out = dir.path() + "/out";
   auto failed = OutputCommitter::Make(out, "old", WriteMode::kErrorIfExists);
   ASSERT_TRUE(failed.ok() && failed->SetupJob().ok());
+  // Open when the job is aborted; its process would be killed before it cleans up.
+  auto killed = OutputCommitter::OpenTaskAttemptFile(out, "old", 0, 0, "part-0");
+  ASSERT_TRUE(killed.ok()) << killed.status().ToString();
+  ASSERT_TRUE((*killed)->Write("partial").ok());
+  ASSERT_TRUE((*killed)->Flush().ok());
   ASSERT_TRUE(failed->AbortJob().ok());
-  auto write = [](const std::string& uri) {
-    auto w = OpenOutputFile(uri);
-    ASSERT_TRUE(w.ok()) << w.status().ToString();
-    ASSERT_TRUE((*w)->Abort().ok());  // the straggler's input broke: it aborts its file
-  };
-  write(OutputCommitter::TaskAttemptUri(out, "old", 1, 3, "part-1"));
-  ASSERT_TRUE(std::filesystem::exists(out + "/_temporary/old/attempt-1-3"));
-  ASSERT_TRUE(OutputCommitter::AbortTaskAttempt(out, "old", 1, 3).ok());
+  EXPECT_TRUE(std::filesystem::is_empty(out));
+  // Begins after the abort (its task was already reported failed): refused, no directory.
+  auto late = OutputCommitter::OpenTaskAttemptFile(out, "old", 1, 3, "part-1");
+  EXPECT_EQ(late.status().code(), StatusCode::kAborted) << late.status().ToString();
+  EXPECT_TRUE(std::filesystem::is_empty(out));
+  // The open one completes after the abort: its directory is gone, so is its file.
+  EXPECT_FALSE((*killed)->Close().ok());
   EXPECT_TRUE(std::filesystem::is_empty(out));
 
   // A straggler of the old job while the next job writes the same directory.
   auto next = OutputCommitter::Make(out, "new", WriteMode::kErrorIfExists);
   ASSERT_TRUE(next.ok() && next->SetupJob().ok());
-  write(OutputCommitter::TaskAttemptUri(out, "old", 2, 3, "part-2"));
-  ASSERT_TRUE(OutputCommitter::AbortTaskAttempt(out, "old", 2, 3).ok());
+  EXPECT_EQ(OutputCommitter::OpenTaskAttemptFile(out, "old", 2, 3, "part-2").status().code(),
+            StatusCode::kAborted);
   EXPECT_FALSE(std::filesystem::exists(out + "/_temporary/old"));
   EXPECT_TRUE(std::filesystem::exists(out + "/_temporary/new/_job-live"));
 }

@@ -178,15 +178,18 @@ class LocalFileSystem final : public FileSystem {
         std::make_unique<PosixInputFile>(fd, uri, static_cast<int64_t>(st.st_size)));
   }
 
-  Result<std::unique_ptr<WritableFile>> OpenForWrite(const std::string& uri) override {
+  using FileSystem::OpenForWrite;
+  Result<std::unique_ptr<WritableFile>> OpenForWrite(const std::string& uri,
+                                                     const WriteOptions& options) override {
     const std::string path = LocalPath(uri);
     struct stat st {};
     if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
       return Status::InvalidArgument("create " + uri + ": is a directory");
     }
-    // Missing parents are made, as on HDFS and S3.
-    std::error_code ec;
-    std::filesystem::create_directories(UriParent(path), ec);
+    if (options.create_parents) {
+      std::error_code ec;
+      std::filesystem::create_directories(UriParent(path), ec);
+    }
     const std::string tmp = TempSibling(path);
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) return Status::FromErrno("create " + uri, errno);

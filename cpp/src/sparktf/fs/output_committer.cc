@@ -14,11 +14,47 @@ std::string JobDir(const std::string& output_dir, const std::string& job_id) {
   return JoinUri(JoinUri(output_dir, kTemporary), job_id);
 }
 
-std::string AttemptDir(const std::string& output_dir, const std::string& job_id,
-                       int64_t partition, int64_t attempt) {
-  return JoinUri(JobDir(output_dir, job_id),
-                 "attempt-" + std::to_string(partition) + "-" + std::to_string(attempt));
+constexpr std::string_view kAttemptPrefix = "attempt-";
+
+// "attempt-<partition>-<attempt>.<name>": digits before the first '.', so the final
+// name is what follows it.
+std::string AttemptFileName(int64_t partition, int64_t attempt, const std::string& name) {
+  return std::string(kAttemptPrefix) + std::to_string(partition) + "-" +
+         std::to_string(attempt) + "." + name;
 }
+
+// The final name of an attempt file, or "" if `file_name` is not one.
+std::string FinalName(std::string_view file_name) {
+  if (!file_name.starts_with(kAttemptPrefix)) return "";
+  const size_t dot = file_name.find('.');
+  return dot == std::string_view::npos ? "" : std::string(file_name.substr(dot + 1));
+}
+
+// An attempt's file that, once complete, deletes itself if its job is over: on stores
+// without directories a writer that outlived its job's abort could otherwise leave it.
+class TaskAttemptFile final : public WritableFile {
+ public:
+  TaskAttemptFile(std::unique_ptr<WritableFile> file, std::string marker)
+      : file_(std::move(file)), marker_(std::move(marker)) {}
+  Status Write(std::string_view data) override { return file_->Write(data); }
+  Status Flush() override { return file_->Flush(); }
+  Status Close() override {
+    RETURN_NOT_OK(file_->Close());
+    Result<bool> live = PathExists(marker_);
+    if (live.ok() && *live) return Status::OK();
+    (void)DeletePath(name(), /*recursive=*/false);
+    if (!live.ok()) return live.status().WithContext("write " + name() + " (deleted)");
+    return Status::Aborted("write " + name() +
+                           ": its job ended (committed or aborted) while it was written; "
+                           "the file was deleted");
+  }
+  Status Abort() override { return file_->Abort(); }
+  const std::string& name() const override { return file_->name(); }
+
+ private:
+  std::unique_ptr<WritableFile> file_;
+  std::string marker_;
+};
 
 Status IgnoreNotFound(Status st) {
   return st.code() == StatusCode::kNotFound ? Status::OK() : st;
@@ -53,7 +89,28 @@ std::string OutputCommitter::job_dir() const { return JobDir(output_dir_, job_id
 std::string OutputCommitter::TaskAttemptUri(const std::string& output_dir,
                                             const std::string& job_id, int64_t partition,
                                             int64_t attempt, const std::string& name) {
-  return JoinUri(AttemptDir(output_dir, job_id, partition, attempt), name);
+  return JoinUri(JobDir(output_dir, job_id), AttemptFileName(partition, attempt, name));
+}
+
+Result<std::unique_ptr<WritableFile>> OutputCommitter::OpenTaskAttemptFile(
+    const std::string& output_dir, const std::string& job_id, int64_t partition,
+    int64_t attempt, const std::string& name) {
+  if (name.empty() || name.find('/') != std::string::npos) {
+    return Status::InvalidArgument("task attempt file name must be a plain name, got '" +
+                                   name + "'");
+  }
+  const std::string job = JobDir(output_dir, job_id);
+  const std::string uri = TaskAttemptUri(output_dir, job_id, partition, attempt, name);
+  const std::string marker = JoinUri(job, kLiveJobMarker);
+  const Status over = Status::Aborted("write " + uri + ": job " + job_id + " of " +
+                                      output_dir + " is over (committed or aborted)");
+  ASSIGN_OR_RETURN(bool live, PathExists(marker));
+  if (!live) return over;
+  auto file = OpenOutputFile(uri, WriteOptions{.create_parents = false});
+  if (file.status().code() == StatusCode::kNotFound) return over;  // the directory went
+  RETURN_NOT_OK(file.status());
+  return std::unique_ptr<WritableFile>(
+      std::make_unique<TaskAttemptFile>(std::move(*file), marker));
 }
 
 Status OutputCommitter::SetupJob() {
@@ -90,7 +147,10 @@ Result<std::vector<std::string>> OutputCommitter::CommitJob(
       return Status::InvalidArgument(f + " is not a file of job " + job_id_ + " under " +
                                      prefix);
     }
-    const std::string name(UriBaseName(f));
+    const std::string name = FinalName(UriBaseName(f));
+    if (name.empty() || UriParent(f) != job_dir()) {
+      return Status::InvalidArgument(f + " is not a task attempt file of job " + job_id_);
+    }
     if (!names.insert(name).second) {
       return Status::InvalidArgument("two tasks of job " + job_id_ + " wrote " + name);
     }
@@ -124,26 +184,12 @@ Result<std::vector<std::string>> OutputCommitter::CommitJob(
 }
 
 Status OutputCommitter::AbortJob() {
-  // All of _temporary, as Hadoop's committer cleans up: attempts of earlier jobs that
-  // finished after their job failed go too. (One that finishes after this still writes
-  // only below _temporary, which readers skip.)
-  Status st = DeletePath(JoinUri(output_dir_, kTemporary), /*recursive=*/true);
-  return IgnoreNotFound(std::move(st));
-}
-
-Status OutputCommitter::AbortTaskAttempt(const std::string& output_dir,
-                                         const std::string& job_id, int64_t partition,
-                                         int64_t attempt) {
-  RETURN_NOT_OK(IgnoreNotFound(
-      DeletePath(AttemptDir(output_dir, job_id, partition, attempt), /*recursive=*/true)));
-  const std::string job = JobDir(output_dir, job_id);
-  ASSIGN_OR_RETURN(bool live, PathExists(JoinUri(job, kLiveJobMarker)));
-  if (live) return Status::OK();  // the driver's commit or abort removes the rest
-  RETURN_NOT_OK(IgnoreNotFound(DeletePath(job, /*recursive=*/true)));
-  // Not recursive: a later job writing the same directory may have begun. Failing on a
-  // non-empty directory is the expected outcome then.
-  (void)DeletePath(JoinUri(output_dir, kTemporary), /*recursive=*/false);
-  return Status::OK();
+  // The marker first: an attempt file completed after the deletion below listed the
+  // directory then finds it gone and deletes itself.
+  RETURN_NOT_OK(IgnoreNotFound(DeletePath(JoinUri(job_dir(), kLiveJobMarker), false)));
+  // All of _temporary, as Hadoop's committer cleans up: what attempts of earlier jobs
+  // left when their process was killed goes too.
+  return IgnoreNotFound(DeletePath(JoinUri(output_dir_, kTemporary), /*recursive=*/true));
 }
 
 }  // namespace sparktf

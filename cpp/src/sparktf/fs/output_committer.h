@@ -4,25 +4,28 @@
 // visible, and a failed job leaves no output at all.
 //
 //   driver:  committer = OutputCommitter::Make(dir, job_id, mode); committer.SetupJob()
-//   task:    write TaskAttemptUri(dir, job_id, partition, attempt, name) (any number of
-//            attempts, each file committed on its own by WritableFile::Close)
-//   driver:  CommitJob(files of the attempts Spark reports as successful)
+//   task:    OpenTaskAttemptFile(dir, job_id, partition, attempt, name), write, Close()
+//            (Abort() when the attempt fails); any number of attempts per task
+//   driver:  CommitJob(TaskAttemptUri(...) of the attempts Spark reports as successful)
 //            or AbortJob() when the job failed
-//   task:    AbortTaskAttempt(...) when the attempt fails, after aborting its files
 //
 // CommitJob moves each winning file to <dir>/<name>, writes <dir>/_SUCCESS and removes
-// <dir>/_temporary (as Hadoop's committer does: one job writes a directory at a time); if a move fails, it removes the files it already moved
-// and the temporary directory, and returns the error. Readers skip "_" and "." names,
-// so until CommitJob nothing of the job is visible to them.
+// <dir>/_temporary (as Hadoop's committer does: one job writes a directory at a time);
+// if a move fails, it removes the files it already moved and the temporary directory,
+// and returns the error. Readers skip "_" and "." names, so until CommitJob nothing of
+// the job is visible to them.
 //
-// A failed attempt's writer can outlive its Spark task (the Python worker finishes after
-// the JVM reported the failure), so it may create its directory after AbortJob removed
-// _temporary. SetupJob therefore leaves a marker in the job directory that only the end
-// of the job removes; AbortTaskAttempt, run by the attempt itself after it aborted its
-// files, removes its directory and, when the marker is gone, the job's directory and an
-// empty _temporary. Whichever of the two runs last, nothing of a failed job is left
-// (unless the attempt's process is killed before its clean-up; the next job's commit
-// then removes it).
+// An attempt can outlive its job: Spark reports a task failed or killed while its
+// Python worker still writes, and may kill that worker at any moment. So that nothing
+// of an aborted job is ever left, whatever the order and wherever a writer dies:
+//  - attempt files lie directly in the job's directory and are created without parent
+//    directories: once AbortJob removed the directory, no attempt can create anything
+//    below it (a file that was open when it went is gone with it);
+//  - on stores without directories (S3), an attempt file checks, after it is complete,
+//    that the job's live marker (made by SetupJob) still exists, and deletes itself if
+//    not; AbortJob removes the marker before anything else, so an object completed
+//    after AbortJob listed the directory always sees the marker gone;
+//  - an object whose upload never completes is never visible.
 //
 // Not thread-safe; one driver drives one job.
 #pragma once
@@ -31,6 +34,7 @@
 #include <vector>
 
 #include "sparktf/common/result.h"
+#include "sparktf/fs/file_system.h"
 
 namespace sparktf {
 
@@ -49,20 +53,22 @@ class OutputCommitter {
   // Checks the mode against what is there; creates <dir>/_temporary/<job_id> and its
   // live-job marker.
   Status SetupJob();
-  // Where attempt `attempt` of task `partition` writes the file `name`.
+  // Where attempt `attempt` of task `partition` writes the file `name` (a plain name,
+  // no '/').
   static std::string TaskAttemptUri(const std::string& output_dir, const std::string& job_id,
                                     int64_t partition, int64_t attempt,
                                     const std::string& name);
+  // Creates the file at TaskAttemptUri(...). Aborted when the job is over (committed
+  // or aborted), at the open or at Close(); see above.
+  static Result<std::unique_ptr<WritableFile>> OpenTaskAttemptFile(
+      const std::string& output_dir, const std::string& job_id, int64_t partition,
+      int64_t attempt, const std::string& name);
   // `attempt_files`: URIs from TaskAttemptUri of this job, one per successful task.
   // Returns the final URIs, in the order given.
   Result<std::vector<std::string>> CommitJob(const std::vector<std::string>& attempt_files);
-  // Removes <dir>/_temporary; nothing visible was written before CommitJob.
+  // Removes the live marker, then <dir>/_temporary; nothing visible was written before
+  // CommitJob.
   Status AbortJob();
-  // Run by a failed task attempt after it aborted its files: removes the attempt's
-  // directory, and when the job is over (its marker gone) the job's directory and
-  // _temporary if that is then empty. Errors other than NotFound are returned.
-  static Status AbortTaskAttempt(const std::string& output_dir, const std::string& job_id,
-                                 int64_t partition, int64_t attempt);
 
   const std::string& output_dir() const { return output_dir_; }
   std::string job_dir() const;

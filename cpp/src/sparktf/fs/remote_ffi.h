@@ -49,7 +49,9 @@ int32_t stf_reader_read_at(StfReader* r, uint64_t offset, uint8_t* dst, size_t n
 int32_t stf_reader_seek(StfReader* r, uint64_t offset, char** err);
 void stf_reader_free(StfReader* r);
 
-int32_t stf_writer_open(StfFs* fs, const char* path, StfWriter** out, char** err);
+// create_parents: make missing parent directories (HDFS; S3 has none).
+int32_t stf_writer_open(StfFs* fs, const char* path, uint8_t create_parents, StfWriter** out,
+                        char** err);
 int32_t stf_writer_write(StfWriter* w, const uint8_t* data, size_t n, char** err);
 int32_t stf_writer_sync(StfWriter* w, char** err);
 int32_t stf_writer_commit(StfWriter* w, char** err);

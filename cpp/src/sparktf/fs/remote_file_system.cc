@@ -222,7 +222,9 @@ class RemoteFileSystem final : public FileSystem {
         reader, uri, static_cast<int64_t>(size), status_));
   }
 
-  Result<std::unique_ptr<WritableFile>> OpenForWrite(const std::string& uri) override {
+  using FileSystem::OpenForWrite;
+  Result<std::unique_ptr<WritableFile>> OpenForWrite(const std::string& uri,
+                                                     const WriteOptions& options) override {
     const std::string final_path = PathIn(uri);
     std::string target = final_path;
     if (commit_ == CommitStyle::kRenameTemporary) {
@@ -233,8 +235,9 @@ class RemoteFileSystem final : public FileSystem {
     }
     StfWriter* writer = nullptr;
     char* err = nullptr;
-    RETURN_NOT_OK(status_(stf_writer_open(ctx_->fs, target.c_str(), &writer, &err), &err,
-                          "create", uri));
+    RETURN_NOT_OK(status_(stf_writer_open(ctx_->fs, target.c_str(), options.create_parents,
+                                          &writer, &err),
+                          &err, "create", uri));
     return std::unique_ptr<WritableFile>(std::make_unique<RemoteWritableFile>(
         ctx_, writer, uri, target, final_path, status_));
   }
@@ -247,8 +250,9 @@ class RemoteFileSystem final : public FileSystem {
     Status gone = status_(stf_fs_delete(ctx_->fs, path.c_str(), 0, &err), &err, "create", uri);
     if (!gone.ok() && gone.code() != StatusCode::kNotFound) return gone;
     StfWriter* writer = nullptr;
-    RETURN_NOT_OK(status_(stf_writer_open(ctx_->fs, path.c_str(), &writer, &err), &err,
-                          "create", uri));
+    RETURN_NOT_OK(status_(stf_writer_open(ctx_->fs, path.c_str(), /*create_parents=*/1,
+                                          &writer, &err),
+                          &err, "create", uri));
     return std::unique_ptr<WritableFile>(std::make_unique<RemoteWritableFile>(
         ctx_, writer, uri, path, path, status_, /*streaming=*/true));
   }

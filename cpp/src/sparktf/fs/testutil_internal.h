@@ -62,7 +62,10 @@ class MemoryFileSystem final : public FileSystem {
   }
 
   Result<std::unique_ptr<RandomAccessFile>> OpenForRead(const std::string& uri) override;
-  Result<std::unique_ptr<WritableFile>> OpenForWrite(const std::string& uri) override;
+  using FileSystem::OpenForWrite;
+  // Like S3: no directories, so `options` changes nothing.
+  Result<std::unique_ptr<WritableFile>> OpenForWrite(const std::string& uri,
+                                                     const WriteOptions& options) override;
 
   Status MakeDirs(const std::string&) override { return Status::OK(); }
   Status Delete(const std::string& uri, bool recursive) override {
@@ -154,7 +157,7 @@ inline Result<std::unique_ptr<RandomAccessFile>> MemoryFileSystem::OpenForRead(
 }
 
 inline Result<std::unique_ptr<WritableFile>> MemoryFileSystem::OpenForWrite(
-    const std::string& uri) {
+    const std::string& uri, const WriteOptions&) {
   return std::unique_ptr<WritableFile>(std::make_unique<MemoryWritableFile>(this, uri));
 }
 

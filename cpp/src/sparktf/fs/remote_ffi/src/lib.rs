@@ -873,14 +873,14 @@ const WRITE_CHUNK: usize = 4 << 20;
 /// is visible (being written) until commit, so callers write a temporary name and rename;
 /// on S3 nothing is visible until commit (a multipart upload for large objects).
 #[no_mangle]
-pub extern "C" fn stf_writer_open(fs: *mut StfFs, path: *const c_char, out: *mut *mut StfWriter,
-                                  err: *mut *mut c_char) -> i32 {
+pub extern "C" fn stf_writer_open(fs: *mut StfFs, path: *const c_char, create_parents: u8,
+                                  out: *mut *mut StfWriter, err: *mut *mut c_char) -> i32 {
     ffi(err, || {
         let fs = fs_ref(fs)?;
         let path = cstr(path, "path")?;
         let backend = match &fs.backend {
             Backend::Hdfs(c) => {
-                let opts = hdfs_native::WriteOptions::default();
+                let opts = hdfs_native::WriteOptions::default().create_parent(create_parents != 0);
                 let w = block_on_timeout(fs.timeout, "create", c.create(path, opts))?
                     .map_err(hdfs_error)?;
                 WriterBackend::Hdfs(w)
