@@ -205,6 +205,11 @@ def _removed_executors(sc) -> dict:
     return out
 
 
+# How long a failure's message waits for Spark to say why an executor ended (YARN reports
+# a container's end seconds after its processes died): before raising, and before a restart.
+_EXPLAIN_WAIT = 10.0
+_EXPLAIN_WAIT_RESTART = 2.0
+
 # Spark's words for YARN's exit statuses -104 and -103 (not 137: any kill on request).
 _YARN_MEMORY_KILL = re.compile(r"exceeding (physical|virtual) memory limits")
 
@@ -305,6 +310,8 @@ def _node_task(meta: dict):
             spark_executor = _spark_executor_id(jvm) if jvm else ""
             if spark_executor:
                 cmd += ["--spark-executor-id", spark_executor]
+            if os.environ.get("SPARK_LOCAL_IP"):  # the address this host's Spark uses
+                cmd += ["--local-ip", os.environ["SPARK_LOCAL_IP"]]
             if gpus:
                 cmd += ["--gpus", ",".join(gpus)]
             if meta.get("log_dir"):
@@ -551,14 +558,14 @@ class TFCluster:
                        "\n\n".join(self._failures))
         raise exc_type(message)
 
-    def _with_spark_explanation(self, message: str) -> str:
+    def _with_spark_explanation(self, message: str, wait: float) -> str:
         """`message` and, when nodes were lost or killed, what Spark says of their
-        executors (waiting up to 10 s for it)."""
+        executors (waiting up to `wait` s for it)."""
         try:
             nodes = self.status()["nodes"]
         except Exception:  # noqa: BLE001 - the message stands alone
             return message
-        spark_says = _explain_lost_nodes(self.sc, nodes, wait=10.0)
+        spark_says = _explain_lost_nodes(self.sc, nodes, wait=wait)
         try:
             if self.sc._jsc.sc().isStopped():
                 spark_says = (spark_says + "\n" if spark_says else "") + (
@@ -586,7 +593,9 @@ class TFCluster:
             if failure is None and not self._job.is_alive() and self._job.error is not None:
                 failure = f"the Spark job running the nodes failed: {self._job.error}"
             if failure is not None:
-                failure = self._with_spark_explanation(failure)
+                # A restart waits less for Spark's word: the next generation is waiting.
+                failure = self._with_spark_explanation(
+                    failure, _EXPLAIN_WAIT if self._restarts_left <= 0 else _EXPLAIN_WAIT_RESTART)
                 if self._restarts_left <= 0:
                     self._fail(failure)
                 self._restart(failure)

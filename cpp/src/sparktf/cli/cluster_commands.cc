@@ -203,6 +203,9 @@ void AddClusterCommands(CLI::App* app) {
   agent->add_option("--generation", aa->options.generation,
                     "The cluster's generation (restarts so far) this node belongs to")
       ->capture_default_str();
+  agent->add_option("--local-ip", aa->options.local_ip,
+                    "Connect to the coordinator from this address (this host's Spark "
+                    "address, SPARK_LOCAL_IP): it becomes the node's address");
   agent->add_option("--spark-executor-id", aa->options.spark_executor,
                     "Spark's id of the executor this node runs in (for messages)");
   agent->add_option("command", aa->options.command, "The command (after --)")->required();

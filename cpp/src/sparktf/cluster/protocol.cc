@@ -128,8 +128,9 @@ Status ErrorFromPayload(std::string_view payload, const std::string& peer) {
 }
 
 Result<Connection> Connection::Open(const HostPort& addr, const std::string& token,
-                                    std::chrono::milliseconds timeout) {
-  ASSIGN_OR_RETURN(UniqueFd fd, ConnectTcp(addr, timeout));
+                                    std::chrono::milliseconds timeout,
+                                    const std::string& local_ip) {
+  ASSIGN_OR_RETURN(UniqueFd fd, ConnectTcp(addr, timeout, local_ip));
   return Handshake(std::move(fd), addr, token, timeout);
 }
 

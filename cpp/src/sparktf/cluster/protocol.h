@@ -100,7 +100,8 @@ class Connection {
   // "connect 10.0.0.5:4711: Connection refused", Unauthenticated for a wrong
   // token.
   static Result<Connection> Open(const HostPort& addr, const std::string& token,
-                                 std::chrono::milliseconds timeout = kDefaultConnectTimeout);
+                                 std::chrono::milliseconds timeout = kDefaultConnectTimeout,
+                                 const std::string& local_ip = "");
   // The same over an already connected socket (e.g. a Unix socket).
   static Result<Connection> Handshake(UniqueFd fd, HostPort peer, const std::string& token,
                                       std::chrono::milliseconds timeout);

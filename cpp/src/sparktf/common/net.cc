@@ -100,13 +100,28 @@ Result<UniqueFd> ReservePort(int* port) {
   return fd;
 }
 
-Result<UniqueFd> ConnectTcp(const HostPort& addr, std::chrono::milliseconds timeout) {
+Result<UniqueFd> ConnectTcp(const HostPort& addr, std::chrono::milliseconds timeout,
+                            const std::string& local_ip) {
   const std::string where = "connect " + addr.ToString();
+  addrinfo* local = nullptr;
+  if (!local_ip.empty()) {
+    auto r = Resolve(local_ip, 0, true);
+    if (!r.ok()) return r.status().WithContext(where + " from " + local_ip);
+    local = *r;
+  }
   ASSIGN_OR_RETURN(addrinfo * res, Resolve(addr.host, addr.port, false));
   Status last = Status::Unavailable(where + ": no address");
   for (addrinfo* ai = res; ai; ai = ai->ai_next) {
     UniqueFd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0));
     if (!fd.valid()) continue;
+    if (local) {
+      const addrinfo* src = local;
+      while (src && src->ai_family != ai->ai_family) src = src->ai_next;
+      if (!src || ::bind(fd.get(), src->ai_addr, src->ai_addrlen) != 0) {
+        last = Status::FromErrno(where + " from " + local_ip, src ? errno : EAFNOSUPPORT);
+        continue;
+      }
+    }
     RETURN_NOT_OK(SetNonBlocking(fd.get(), true));
     int rc = ::connect(fd.get(), ai->ai_addr, ai->ai_addrlen);
     if (rc != 0 && errno == EINPROGRESS) {
@@ -128,12 +143,22 @@ Result<UniqueFd> ConnectTcp(const HostPort& addr, std::chrono::milliseconds time
       int one = 1;
       ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
       ::freeaddrinfo(res);
+      if (local) ::freeaddrinfo(local);
       return fd;
     }
     last = Status::FromErrno(where, errno);
   }
   ::freeaddrinfo(res);
+  if (local) ::freeaddrinfo(local);
   return last;
+}
+
+Status SetTcpUserTimeout(int fd, std::chrono::milliseconds timeout) {
+  const unsigned ms = static_cast<unsigned>(timeout.count());
+  if (::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms)) != 0) {
+    return Status::FromErrno("TCP_USER_TIMEOUT", errno);
+  }
+  return Status::OK();
 }
 
 namespace {

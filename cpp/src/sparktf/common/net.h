@@ -55,8 +55,13 @@ Result<UniqueFd> ListenTcp(const std::string& host, int port, int backlog = 128)
 Result<UniqueFd> ReservePort(int* port);
 
 // Connects with a deadline; the error names the address ("connect 10.0.0.5:4711:
-// Connection refused").
-Result<UniqueFd> ConnectTcp(const HostPort& addr, std::chrono::milliseconds timeout);
+// Connection refused"). A non-empty `local_ip` is the source address (the interface
+// this host's Spark uses, when a machine has several).
+Result<UniqueFd> ConnectTcp(const HostPort& addr, std::chrono::milliseconds timeout,
+                            const std::string& local_ip = "");
+// TCP_USER_TIMEOUT: the connection fails (ETIMEDOUT) when data it sent stays
+// unacknowledged this long, as when the peer's host is cut off: no RST ever comes.
+Status SetTcpUserTimeout(int fd, std::chrono::milliseconds timeout);
 
 // A listening Unix socket in the abstract namespace (nothing on disk; gone
 // with the process). `name` excludes the leading NUL.

@@ -126,8 +126,12 @@ Result<Connection> ConnectWithRetry(const AgentOptions& o) {
   while (true) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) break;
-    auto conn = Connection::Open(o.coordinator, o.token, std::min<std::chrono::milliseconds>(left, 5s));
-    if (conn.ok()) return conn;
+    auto conn = Connection::Open(o.coordinator, o.token,
+                                 std::min<std::chrono::milliseconds>(left, 5s), o.local_ip);
+    if (conn.ok()) {
+      RETURN_NOT_OK(SetTcpUserTimeout(conn->fd(), o.coordinator_timeout));
+      return conn;
+    }
     last = conn.status();
     if (last.code() == StatusCode::kUnauthenticated) return last;
     std::this_thread::sleep_for(200ms);

@@ -40,6 +40,12 @@ struct AgentOptions {
   std::string tensorboard_logdir;  // start TensorBoard here if this node is the chief
   std::string python = "python3";  // for TensorBoard
   std::chrono::milliseconds connect_timeout = cluster::kDefaultConnectTimeout;
+  // The source address of the connection to the coordinator, which makes it this node's
+  // address in TF_CONFIG (empty: the kernel's choice). Spark's SPARK_LOCAL_IP.
+  std::string local_ip;
+  // The node stops when what it sent the coordinator stays unacknowledged this long
+  // (its host was cut off: the coordinator's ABORT cannot reach it either).
+  std::chrono::milliseconds coordinator_timeout = cluster::kDefaultHeartbeatTimeout;
   std::chrono::milliseconds reservation_timeout = kDefaultReservationTimeout;
   std::chrono::milliseconds heartbeat_interval = cluster::kDefaultHeartbeatInterval;
   std::chrono::milliseconds kill_grace = kDefaultKillGrace;
