@@ -30,10 +30,15 @@ def squares(args, ctx):
 
 
 def fail_after(args, ctx):
-    """Reads a few batches, then raises."""
+    """Reads a few batches, then raises (writing the time to args["out"]/failed-<id>)."""
+    import time
+
     feed = ctx.get_data_feed()
     for _ in range(args.get("batches", 2)):
         feed.next_batch(10)
+    if args.get("out"):
+        with open(os.path.join(args["out"], f"failed-{ctx.executor_id}"), "w") as f:
+            f.write(str(time.time()))
     raise ValueError("consumer exploded on purpose")
 
 
@@ -115,3 +120,37 @@ def slow_reader(args, ctx):
     while not feed.should_stop():
         feed.next_batch(10)
         time.sleep(0.05)
+
+
+def count_rows_dies_once(args, ctx):
+    """count_rows, but in generation 0 worker 1 SIGKILLs itself once it read more than
+    args["die_after"] rows (after a pause of args["pause"] s before its last batch, so
+    that its progress report covers what it read). Writes node-<generation>-<id>.json."""
+    import signal
+    import time
+
+    feed = ctx.get_data_feed(train_mode=True)
+    rows, total = 0, 0.0
+    dying = ctx.restart_count == 0 and ctx.task_index == 1
+    while not feed.should_stop():
+        if dying and rows > args["die_after"]:
+            time.sleep(args.get("pause", 0))
+            feed.next_batch(50)
+            os.kill(os.getpid(), signal.SIGKILL)
+        batch = feed.next_batch(50)
+        if len(batch) == 0:
+            continue
+        rows += len(batch)
+        total += sum(float(r[0]) for r in batch)
+    with open(os.path.join(args["out"], f"node-{ctx.restart_count}-{ctx.executor_id}.json"),
+              "w") as f:
+        json.dump({"rows": rows, "sum": total}, f)
+
+
+def squares_dies_once(args, ctx):
+    """squares, but in generation 0 worker 1 SIGKILLs itself at once."""
+    import signal
+
+    if ctx.restart_count == 0 and ctx.task_index == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    squares(args, ctx)

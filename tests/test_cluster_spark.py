@@ -282,12 +282,6 @@ def test_after_its_restarts_the_cluster_fails_listing_every_generation(spark, tm
     assert wait_no_node_processes() == []
 
 
-def test_restarts_are_refused_in_spark_mode_for_now(spark):
-    with pytest.raises(errors.InvalidArgument, match="not supported in InputMode.SPARK"):
-        TFCluster.run(spark.sparkContext, cluster_funs.roles, "/tmp", 2, restarts=1,
-                      input_mode=TFCluster.InputMode.SPARK)
-
-
 def test_a_stopped_node_is_named_and_fails_the_cluster_at_once(spark, tmp_path):
     """SIGSTOP of worker 1's TF process: its agent sees the stop, kills it and reports it,
     so the driver names worker 1 within seconds (TensorFlow's own heartbeat check would
@@ -362,6 +356,19 @@ def test_a_node_that_makes_no_progress_fails_and_is_named(spark, tmp_path):
     hung = float(open(tmp_path / "hung").read())
     assert 4 <= raised - hung < 9, raised - hung
     assert wait_no_node_processes() == []
+
+
+def test_bad_arguments_are_refused_before_anything_starts(spark):
+    sc = spark.sparkContext
+    with pytest.raises(errors.InvalidArgument, match="driver_ps_nodes=True is not supported"):
+        TFCluster.run(sc, cluster_funs.roles, "/tmp", 2, num_ps=1, driver_ps_nodes=True)
+    with pytest.raises(errors.InvalidArgument, match="master_node must be"):
+        TFCluster.run(sc, cluster_funs.roles, "/tmp", 2, master_node="boss")
+    with pytest.raises(errors.InvalidArgument, match="restarts must be >= 0"):
+        TFCluster.run(sc, cluster_funs.roles, "/tmp", 2, restarts=-1)
+    with pytest.raises(errors.InvalidArgument, match="unknown input_mode"):
+        TFCluster.run(sc, cluster_funs.roles, "/tmp", 2, input_mode=7)
+    assert node_processes() == []
 
 
 def test_more_executors_than_exist_is_a_clear_error(spark):

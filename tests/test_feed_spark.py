@@ -133,19 +133,22 @@ def test_no_part_of_the_token_names_what_others_can_list(spark, tmp_path, clean_
         cluster.shutdown(timeout=120)
 
 
-def test_consumer_exception_fails_feeding_fast(spark, clean_after):
+def test_consumer_exception_fails_feeding_fast(spark, tmp_path, clean_after):
     sc = spark.sparkContext
-    cluster = TFCluster.run(sc, feed_funs.fail_after, {"batches": 2}, 2, input_mode=SPARK)
+    cluster = TFCluster.run(sc, feed_funs.fail_after, {"batches": 2, "out": str(tmp_path)}, 2,
+                            input_mode=SPARK)
     # 100 MB for each node: more than its ring holds, so the feed cannot end before the
     # consumer fails (with rows that all fit, it once finished first).
     rdd = sc.parallelize(range(4), 4).flatMap(
         lambda p: [(np.full(512, i, np.float32),) for i in range(25000)])
-    t0 = time.monotonic()
     with pytest.raises(errors.Aborted, match="consumer exploded on purpose"):
         cluster.train(rdd, feed_timeout=600)
-    # README: feeding fails "within a second" of the consumer's exception; the margin is
-    # for the rows each task builds before its first push.
-    assert time.monotonic() - t0 < 10  # not the 600 s feed timeout
+    raised = time.time()
+    failed = min(float(p.read_text()) for p in tmp_path.glob("failed-*"))
+    # README: the feeding tasks fail "within a second" of the consumer's exception; the
+    # stated margin of 2 s is for Spark failing the job and the driver hearing of it.
+    print(f"consumer exception to train() raising: {raised - failed:.2f} s")
+    assert raised - failed < 1 + 2
     with pytest.raises(errors.Aborted, match="consumer exploded on purpose"):
         cluster.shutdown(timeout=60)
 
@@ -232,12 +235,15 @@ def test_consumer_killed_mid_feed_fails_fast_and_leaves_nothing(spark, tmp_path,
     cluster = TFCluster.run(sc, feed_funs.slow_reader, {"out": str(tmp_path)}, 2,
                             input_mode=SPARK)
 
+    killed = []
+
     def kill_worker_0():
         pid_file = tmp_path / "pid-0"
         deadline = time.monotonic() + 60
-        while not pid_file.exists() and time.monotonic() < deadline:
+        while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
             time.sleep(0.1)
         time.sleep(1.0)  # let the feed fill its ring and block
+        killed.append(time.time())
         os.kill(int(pid_file.read_text()), signal.SIGKILL)
 
     killer = threading.Thread(target=kill_worker_0)
@@ -245,10 +251,72 @@ def test_consumer_killed_mid_feed_fails_fast_and_leaves_nothing(spark, tmp_path,
     # 4 KiB rows, 320 MB in all: more than the 64 MiB ring holds, so feeding blocks
     rdd = sc.parallelize(range(4), 4).flatMap(
         lambda p: ((np.zeros(1024, np.float32),) for i in range(20000)))
-    t0 = time.monotonic()
     with pytest.raises(errors.Aborted, match="signal 9|killed"):
         cluster.train(rdd, feed_timeout=600)
+    raised = time.time()
     killer.join()
-    assert time.monotonic() - t0 < 60  # not the 600 s feed timeout
+    # The blocked feeding tasks see the dead consumer within the rings' 100 ms liveness
+    # slices (docs/protocol.md); the stated margin of 2 s is for Spark failing the job.
+    print(f"consumer killed to train() raising: {raised - killed[0]:.2f} s")
+    assert raised - killed[0] < 0.1 + 2
     with pytest.raises(errors.Aborted):
         cluster.shutdown(timeout=60)
+
+
+@pytest.mark.timeout(600)
+def test_train_carries_on_through_a_restart_feeding_the_epoch_again(spark, tmp_path,
+                                                                   clean_after):
+    """restarts=1, InputMode.SPARK: worker 1 is killed during epoch 1 of 2; train() does
+    not raise: the cluster restarts and generation 1 is fed epoch 1 again from its first
+    partition, then epoch 2 — each row exactly once per epoch (the rings are fresh, so
+    nothing of generation 0 reaches it)."""
+    sc = spark.sparkContext
+    cluster = TFCluster.run(sc, feed_funs.count_rows_dies_once,
+                            {"out": str(tmp_path), "die_after": 50}, 2,
+                            input_mode=SPARK, restarts=1, restart_backoff=0.2)
+    rdd = sc.parallelize(range(3000), 4).map(lambda i: (float(i), 1.0))
+    fed = cluster.train(rdd, num_epochs=2)
+    cluster.shutdown(timeout=300)
+    assert cluster.generation == 1
+    gen1 = [json.load(open(p)) for p in sorted(tmp_path.glob("node-1-*.json"))]
+    assert len(gen1) == 2
+    assert sum(r["rows"] for r in gen1) == 6000
+    assert sum(r["sum"] for r in gen1) == 2 * sum(range(3000))
+    assert fed["rows"] == 6000 and fed["skipped"] == 0, fed
+
+
+@pytest.mark.timeout(300)
+def test_inference_after_a_restart_returns_one_result_per_row_in_order(spark, clean_after):
+    """A node dies before any feed; the next inference() restarts the cluster first, and
+    its results are exactly one per input row, in order."""
+    sc = spark.sparkContext
+    cluster = TFCluster.run(sc, feed_funs.squares_dies_once, {"batch": 37}, 2,
+                            input_mode=SPARK, restarts=1, restart_backoff=0.2)
+    deadline = time.monotonic() + 60
+    while not cluster.status()["aborted"]:
+        assert time.monotonic() < deadline, cluster.status()
+        time.sleep(0.2)
+    rdd = sc.parallelize(range(1000), 7)
+    results = cluster.inference(rdd).glom().collect()
+    assert cluster.generation == 1
+    cluster.shutdown(timeout=120)
+    assert results == [[x * x for x in part] for part in rdd.glom().collect()]
+
+
+@pytest.mark.timeout(600)
+def test_a_restart_does_not_feed_again_the_epochs_the_nodes_had_taken(spark, tmp_path,
+                                                                     clean_after):
+    """3 epochs of 1500 rows per worker; worker 1 dies in epoch 3 (after 3150 rows, its
+    progress reported): epochs 1 and 2 were taken in full by both workers, so generation 1
+    is fed epoch 3 only — 3000 rows, each once."""
+    sc = spark.sparkContext
+    cluster = TFCluster.run(sc, feed_funs.count_rows_dies_once,
+                            {"out": str(tmp_path), "die_after": 3100, "pause": 1.5}, 2,
+                            input_mode=SPARK, restarts=1, restart_backoff=0.2)
+    rdd = sc.parallelize(range(3000), 4).map(lambda i: (float(i), 1.0))
+    cluster.train(rdd, num_epochs=3)
+    cluster.shutdown(timeout=300)
+    assert cluster.generation == 1
+    gen1 = [json.load(open(p)) for p in sorted(tmp_path.glob("node-1-*.json"))]
+    assert sorted(r["rows"] for r in gen1) == [1500, 1500], gen1
+    assert sum(r["sum"] for r in gen1) == sum(range(3000))

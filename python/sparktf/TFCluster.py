@@ -30,6 +30,7 @@ import sys
 import tempfile
 import threading
 import time
+import typing
 
 from sparktf import _native, errors
 
@@ -364,7 +365,14 @@ class TFCluster:
         self._closed = False
         self._token = token
         self._coordinator_address = ""
-        self._feed_cluster_id = feed_cluster_id
+        # Feed rings and sockets are named per generation (<base>g<generation>): a feeding
+        # task of a failed generation can never reach the next one's rings.
+        self._feed_base = feed_cluster_id
+        self._feed_cluster_id = ""
+        self._feeds_closed = False
+        # SPARK mode: the epochs fed to this generation, oldest first, each with the rows
+        # every fed node had been sent once it was fed (cumulative): what a restart re-feeds.
+        self._fed_epochs: list[_FedEpoch] = []
         self._queues = [q for q in (queues or ["input"]) if q not in ("output", "error")]
         self.dropped_records = 0
 
@@ -421,7 +429,7 @@ class TFCluster:
                 cause = status["abort_reason"] or (
                     f"{n['job_name']}:{n['task_index']} {n['phase']} (exit code "
                     f"{n['exit_code']}, signal {n['signal']})\n{n['traceback']}")
-                raise errors.Aborted(f"{what} failed because a node failed: {cause}") from e
+                raise _NodeFailed(f"{what} failed because a node failed: {cause}", cause) from e
             raise
 
     def train(self, data, num_epochs: int = 1, feed_timeout: float = 600, qname: str = "input"):
@@ -429,23 +437,31 @@ class TFCluster:
         workers, `num_epochs` times (TFoS's cluster.train). Partition i goes to
         worker i mod W. Returns once every row was delivered; the feed stays
         open for more calls until shutdown(). Returns {"rows", "skipped"}:
-        rows are skipped when a consumer stopped reading (terminate())."""
-        meta = self._feed_meta(qname, feed_timeout)
+        rows are skipped when a consumer stopped reading (terminate()). With
+        restarts (TFCluster.run), a node's failure restarts the cluster and the
+        epoch being fed is fed again, from its first partition (_feed_epoch)."""
         from sparktf import feeding
 
+        self._feed_meta(qname, feed_timeout)  # refuses bad arguments before anything runs
+        self._restart_if_failed()
         if hasattr(data, "mapInArrow"):
-            fn = feeding.feed_arrow_partition(meta)
             schema = "partition long, pushed long, skipped long, local boolean"
-            job = lambda: [tuple(r) for r in data.mapInArrow(fn, schema).collect()]  # noqa: E731
+
+            def make_job(meta):
+                fn = feeding.feed_arrow_partition(meta)
+                return lambda: [tuple(r) for r in data.mapInArrow(fn, schema).collect()]
         else:
             pickled = feeding.pickled_batches(data)
-            fn = feeding.feed_rdd_partition(meta, pickled is not None)
             source = data if pickled is None else pickled
-            job = lambda: source.mapPartitionsWithIndex(fn).collect()  # noqa: E731
+
+            def make_job(meta):
+                fn = feeding.feed_rdd_partition(meta, pickled is not None)
+                return lambda: source.mapPartitionsWithIndex(fn).collect()
         total = {"rows": 0, "skipped": 0, "partitions": 0, "local_partitions": 0}
         for epoch in range(int(num_epochs)):
             t0 = time.monotonic()
-            stats = self._run_feed_job(job, f"feeding epoch {epoch + 1}")
+            stats = self._feed_epoch(make_job, qname, feed_timeout,
+                                     f"feeding epoch {epoch + 1}")
             rows = sum(s[1] for s in stats)
             total["rows"] += rows
             total["skipped"] += sum(s[2] for s in stats)
@@ -458,11 +474,79 @@ class TFCluster:
                            total["skipped"])
         return total
 
+    def _restart_if_failed(self) -> None:
+        """A generation that failed while no call watched it (between train() and
+        inference() calls) restarts now when restarts remain (without, the call's feeding
+        job fails with the node's failure)."""
+        if self._restarts_left <= 0:
+            return
+        status = self.status()
+        if status["aborted"]:
+            self._restart_and_refeed(self._with_spark_explanation(status["abort_reason"],
+                                                                  _EXPLAIN_WAIT_RESTART))
+
+    def _feed_epoch(self, make_job, qname: str, feed_timeout: float, what: str):
+        """Runs one epoch's feeding job (make_job(meta) -> job) on the current generation
+        and records it. When a node fails and restarts remain, the cluster restarts, what
+        the failed generation had not taken is fed again (_restart_and_refeed), and then
+        this epoch, from its first partition; without restarts left the node's failure is
+        raised (and shutdown() raises it too)."""
+        while True:
+            meta = self._feed_meta(qname, feed_timeout)
+            try:
+                stats = self._run_feed_job(make_job(meta), what)
+            except _NodeFailed as e:
+                if self._restarts_left <= 0:
+                    raise
+                self._restart_and_refeed(self._with_spark_explanation(e.cause,
+                                                                      _EXPLAIN_WAIT_RESTART))
+                logger.warning("sparktf: %s again, from its first partition, to generation %d",
+                               what, self.generation)
+                continue
+            sent = dict(self._fed_epochs[-1].sent) if self._fed_epochs else {}
+            workers = len(meta["targets"])
+            for partition, pushed, *_ in stats:
+                key = (qname, partition % workers)
+                sent[key] = sent.get(key, 0) + pushed
+            self._fed_epochs.append(_FedEpoch(make_job, qname, feed_timeout, what, sent))
+            return stats
+
+    def _taken(self) -> dict:
+        """{(queue, feed index): rows taken or dropped} by each fed node, as its TF process
+        last reported (at most kProgressReportInterval old: an underestimate)."""
+        status = self.status()
+        index = {str(n["executor_id"]): n["feed_index"] for n in status["nodes"] if n["fed"]}
+        out = {}
+        for qname, per_node in status.get("feeds", {}).items():
+            for executor, p in per_node.items():
+                if executor in index:
+                    out[(qname, index[executor])] = (int(p.get("consumed", 0)) +
+                                                     int(p.get("dropped", 0)))
+        return out
+
+    def _restart_and_refeed(self, failure: str) -> None:
+        """SPARK mode (TENSORFLOW mode: _restart): restarts the cluster after `failure`,
+        then feeds the new generation again every epoch from the first one that some node
+        had not taken in full (docs/reliability.md)."""
+        taken = self._taken()  # before the restart clears the coordinator's accounting
+        fed, self._fed_epochs = self._fed_epochs, []
+        self._restart(failure)
+        first = next((i for i, e in enumerate(fed)
+                      if any(taken.get(k, 0) < n for k, n in e.sent.items())), len(fed))
+        if first < len(fed):
+            logger.warning("sparktf: feeding generation %d again the %d epoch(s) its "
+                           "predecessor had not taken in full", self.generation,
+                           len(fed) - first)
+        for e in fed[first:]:
+            self._feed_epoch(e.make_job, e.qname, e.feed_timeout, e.what + " (again)")
+
     def inference(self, rdd, feed_timeout: float = 600, qname: str = "input"):
         """An RDD of results: partition i holds the results of input partition
         i, in order, one per row (TFoS's cluster.inference). Lazy, like any
         RDD; a consumer that returns a different number of results fails the
         job with a clear error."""
+        self._feed_meta(qname, feed_timeout)  # refuses bad arguments before anything runs
+        self._restart_if_failed()
         meta = self._feed_meta(qname, feed_timeout)
         from sparktf import feeding
 
@@ -472,6 +556,7 @@ class TFCluster:
             feeding.infer_rdd_partition(meta, pickled is not None), preservesPartitioning=True)
 
     def _close_feeds(self, timeout: float = 60) -> None:
+        self._feeds_closed = True
         for qname in self._queues:
             meta = self._feed_meta(qname, timeout)
             for t in meta["targets"]:
@@ -497,6 +582,9 @@ class TFCluster:
         group of its own) and returns once every node has its role; fails the cluster
         when they cannot register in time."""
         meta = dict(self._meta, generation=self.generation)
+        if self._feed_base:
+            self._feed_cluster_id = f"{self._feed_base}g{self.generation}"
+            meta["feed_cluster_id"] = self._feed_cluster_id
         n = self._num_executors
         nodes = self.sc.parallelize(range(n), n)
         self._job_group = f"sparktf-{self._cluster_id}-{self.generation}"
@@ -598,7 +686,12 @@ class TFCluster:
                     failure, _EXPLAIN_WAIT if self._restarts_left <= 0 else _EXPLAIN_WAIT_RESTART)
                 if self._restarts_left <= 0:
                     self._fail(failure)
-                self._restart(failure)
+                if self.input_mode == InputMode.SPARK:
+                    self._restart_and_refeed(failure)
+                    if self._feeds_closed:
+                        self._close_feeds()  # the new generation's feeds end there too
+                else:
+                    self._restart(failure)
                 continue
             if time.monotonic() >= deadline:
                 return False
@@ -630,6 +723,22 @@ class TFCluster:
         logger.info("sparktf: cluster shut down")
 
 
+class _FedEpoch(typing.NamedTuple):
+    make_job: object  # meta -> the Spark job that feeds the epoch
+    qname: str
+    feed_timeout: float
+    what: str
+    sent: dict  # {(queue, feed index): rows sent to that node up to this epoch}
+
+
+class _NodeFailed(errors.Aborted):
+    """A feeding job failed because a node failed; `cause` is the node's failure."""
+
+    def __init__(self, message: str, cause: str):
+        super().__init__(message)
+        self.cause = cause
+
+
 class _JobThread(threading.Thread):
     def __init__(self, sc, rdd_fn, group: str):
         super().__init__(name="sparktf-nodes", daemon=True)
@@ -654,12 +763,15 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
     provide the task slots, and after `reservation_timeout` s when nodes do not
     register (naming the missing executors).
 
-    With `restarts=K` (InputMode.TENSORFLOW), a failure of any node stops every node and
-    starts the cluster again in the same application, up to K times, `restart_backoff` s
-    after the failure: a new generation (``ctx.restart_count``) with new node tasks, ports
-    and TF_CONFIG. Training resumes from the user's own checkpoints (Keras
-    ``BackupAndRestore``, a ``CheckpointManager``) on a path every node sees. After K
-    restarts the next failure raises, listing every generation's failure.
+    With `restarts=K`, a failure of any node stops every node and starts the cluster
+    again in the same application, up to K times, `restart_backoff` s after the failure:
+    a new generation (``ctx.restart_count``) with new node tasks, ports, TF_CONFIG and
+    feed rings. Training resumes from the user's own checkpoints (Keras
+    ``BackupAndRestore``, a ``CheckpointManager``) on a path every node sees. In
+    InputMode.SPARK, the epoch being fed when the node failed is fed again, from its first
+    partition, to the new generation (train() carries on; docs/reliability.md says what
+    is and is not fed twice). After K restarts the next failure raises, listing every
+    generation's failure.
 
     A node whose TF process's main thread does not move for `progress_timeout` s (a
     sleep or a deadlock in map_fun; a single TensorFlow step or compilation that long
@@ -679,10 +791,6 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
                                      f"got {master_node!r}")
     if int(restarts) < 0:
         raise errors.InvalidArgument(f"restarts must be >= 0, got {restarts}")
-    if restarts and input_mode == InputMode.SPARK:
-        raise errors.InvalidArgument(
-            "restarts are not supported in InputMode.SPARK yet (what to feed again after a "
-            "restart is not defined); use InputMode.TENSORFLOW with your own input pipeline")
     if tensorboard and not log_dir:
         log_dir = tempfile.mkdtemp(prefix="sparktf-tensorboard-")
     num_executors = int(num_executors)

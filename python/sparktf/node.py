@@ -44,7 +44,7 @@ def _open_feeds(ctx, queues) -> None:
             continue
         name = _native.feed_ring_name(cluster_id, ctx.executor_id, q)
         _feeds[q] = _native.FeedReader(name, FEED_RING_CAPACITY, ctx._coordinator, ctx._token,
-                                       ctx.executor_id, q)
+                                       ctx.executor_id, q, ctx.restart_count)
 
 
 def _close_feeds(failure: str | None) -> None:

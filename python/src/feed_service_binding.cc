@@ -22,12 +22,14 @@ class PyFeedReader {
   // Creates the ring `ring_name`; with a coordinator address, lockstep and
   // feed accounting go through it.
   PyFeedReader(const std::string& ring_name, size_t capacity, const std::string& coordinator,
-               const std::string& token, int executor_id, const std::string& queue) {
+               const std::string& token, int executor_id, const std::string& queue,
+               int generation) {
     auto ring = ValueOrThrow(Ring::Create(ring_name, capacity));
     LockstepSync sync;
     if (!coordinator.empty()) {
       HostPort addr = ValueOrThrow(ParseHostPort(coordinator));
-      sync = node::MakeLockstepSync(addr, token, executor_id, queue, std::chrono::seconds(30));
+      sync = node::MakeLockstepSync(addr, token, executor_id, queue, std::chrono::seconds(30),
+                                    generation);
     }
     r_ = std::make_unique<FeedReader>(std::move(ring), std::move(sync));
   }
@@ -164,9 +166,10 @@ class PyFeedSession {
 void InitFeedService(nb::module_& m) {
   nb::class_<PyFeedReader>(m, "FeedReader")
       .def(nb::init<const std::string&, size_t, const std::string&, const std::string&, int,
-                    const std::string&>(),
+                    const std::string&, int>(),
            nb::arg("ring_name"), nb::arg("capacity"), nb::arg("coordinator") = "",
-           nb::arg("token") = "", nb::arg("executor_id") = 0, nb::arg("queue") = "input")
+           nb::arg("token") = "", nb::arg("executor_id") = 0, nb::arg("queue") = "input",
+           nb::arg("generation") = 0)
       .def("next_columns", &PyFeedReader::NextColumns, nb::arg("n"), nb::arg("exact"),
            nb::arg("timeout"))
       .def("push_results", &PyFeedReader::PushResults, nb::arg("batch"), nb::arg("timeout"))

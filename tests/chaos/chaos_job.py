@@ -214,7 +214,7 @@ def run_scenario(sc, mode: str, scenario: str, config: dict) -> dict:
     try:
         cluster = TFCluster.run(
             sc, getattr(chaos_funs, fun), args, nodes, num_ps=num_ps, master_node=master_node,
-            reservation_timeout=120, restarts=0 if mode == "spark" else 1,
+            reservation_timeout=120, restarts=1,
             restart_backoff=0.5, progress_timeout=60,
             tensorboard=bool(config.get("tensorboard")),
             log_dir=str(work / "logs") if config.get("tensorboard") else None,

@@ -282,6 +282,54 @@ TEST(CoordinatorTest, WorkersDoneStopsParameterServers) {
   EXPECT_FALSE(status["aborted"].get<bool>());
 }
 
+// MultiWorkerMirrored with an evaluator: chief, evaluator, worker. The evaluator serves
+// until the training nodes are done, then is told to stop; its stopped exit is clean.
+TEST(CoordinatorTest, TrainingDoneStopsTheEvaluator) {
+  auto coord = StartCoordinator(3, 0, "chief", /*eval=*/true);
+  std::vector<FakeNode> nodes;
+  for (int i = 0; i < 3; ++i) nodes.push_back(Join(*coord, i, 100 + i));
+  std::vector<std::string> roles;
+  for (auto& n : nodes) roles.push_back(AwaitSpec(n)["job_name"].get<std::string>());
+  ASSERT_EQ(roles, (std::vector<std::string>{"chief", "evaluator", "worker"}));
+  ReportExit(nodes[2], 0);  // the worker
+  auto early = nodes[1].conn.Receive(300ms);
+  EXPECT_EQ(early.status().code(), StatusCode::kDeadlineExceeded)
+      << "the evaluator was stopped while the chief still trained";
+  ReportExit(nodes[0], 0);  // the chief
+  auto f = nodes[1].conn.Receive(5s);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ(f->type, MessageType::kStop);
+  ReportExit(nodes[1], -15, "", /*stopped=*/true);
+  EXPECT_TRUE(coord->WaitFinished(2s).ok());
+  EXPECT_FALSE(json::parse(coord->StatusJson())["aborted"].get<bool>());
+}
+
+// A connection that never says HELLO is refused after hello_timeout (it would otherwise
+// hold a slot for ever), and the coordinator keeps serving.
+TEST(CoordinatorTest, AConnectionWithoutHelloIsClosedAfterTheTimeout) {
+  CoordinatorOptions o;
+  o.bind_host = "127.0.0.1";
+  o.token = kToken;
+  o.num_nodes = 1;
+  o.hello_timeout = 300ms;
+  auto coord = std::move(Coordinator::Start(o)).ValueOrDie();
+  auto raw = ConnectTcp(Addr(*coord), 5s);
+  ASSERT_TRUE(raw.ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  char buf[512];
+  ssize_t n = ::recv(raw->get(), buf, sizeof(buf), 0);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_GT(n, 0);  // an ERROR frame naming the timeout, then the close
+  EXPECT_NE(std::string(buf, static_cast<size_t>(n)).find("no HELLO within 300 ms"),
+            std::string::npos);
+  EXPECT_EQ(::recv(raw->get(), buf, sizeof(buf), 0), 0);
+  EXPECT_GE(took, 250ms);
+  EXPECT_LT(took, 300ms + 100ms + 600ms);  // the timeout, a 100 ms check, a margin
+  EXPECT_EQ(coord->rejected_connections(), 1);
+  FakeNode ok = Join(*coord, 0, 1);
+  EXPECT_TRUE(coord->WaitReserved(2s).ok());
+}
+
 TEST(CoordinatorTest, ChiefDoneStopsWorkersAndPsUnderParameterServerStrategy) {
   auto coord = StartCoordinator(4, 1, "chief");  // ps, chief, worker:0, worker:1
   std::vector<FakeNode> nodes;

@@ -99,6 +99,14 @@ Status FeedReader::FinishPartition() {
   return Status::OK();
 }
 
+void FeedReader::ReportProgress(milliseconds min_interval) {
+  const uint64_t taken = progress_.consumed + progress_.dropped;
+  if (!sync_ || taken == reported_taken_ || Clock::now() - last_report_ < min_interval) return;
+  last_report_ = Clock::now();
+  reported_taken_ = taken;
+  (void)sync_(progress_);  // best effort: a lost report only means more is fed again
+}
+
 Status FeedReader::Report() {
   if (!sync_) return Status::OK();
   return sync_(progress_).status();
@@ -124,6 +132,7 @@ Result<std::optional<std::string>> FeedReader::Next(uint64_t n, bool exact, mill
       ASSIGN_OR_RETURN(uint64_t taken, BatchRows(out));
       progress_.consumed += taken;
       if (results_) partition_out_ += taken;
+      ReportProgress(kProgressReportInterval);
       return std::optional<std::string>(std::move(out));
     }
     if (progress_.closed && !lockstep && (have == 0 || exact)) {
@@ -157,6 +166,7 @@ Result<std::optional<std::string>> FeedReader::Next(uint64_t n, bool exact, mill
         deadline = Clock::now() + timeout;
         continue;
       }
+      ReportProgress(milliseconds{0});  // ran dry: all it took is known
     } else if (!partition_ended_) {
       std::this_thread::sleep_for(kWaitSlice);  // closed: waiting for the other workers
     }

@@ -43,10 +43,15 @@ struct Watermark {
 // Reports this reader's progress and returns the workers' watermark.
 using LockstepSync = std::function<Result<Watermark>(const FeedProgress&)>;
 
+// How often a reader with a coordinator reports its progress while it reads, and it does
+// whenever it runs dry (the driver uses it to know what a failed node had taken:
+// TFCluster's re-feed after a restart).
+constexpr std::chrono::milliseconds kProgressReportInterval{1000};
+
 class FeedReader {
  public:
   // Takes the input ring (created by this process). `sync` may be empty
-  // (no lockstep).
+  // (no lockstep, no progress reports).
   FeedReader(std::unique_ptr<Ring> input, LockstepSync sync);
   ~FeedReader();
 
@@ -77,12 +82,16 @@ class FeedReader {
   // Drops the open inference partition (its producer is gone).
   void Abandon(const std::string& why);
   Status Report();
+  // Sends the progress (unless unchanged, or reported less than min_interval ago).
+  void ReportProgress(std::chrono::milliseconds min_interval);
 
   std::unique_ptr<Ring> input_;
   LockstepSync sync_;
   BatchAssembler rows_;
   FeedProgress progress_;
   uint64_t allowed_ = 0;  // rows every worker is known to have
+  std::chrono::steady_clock::time_point last_report_{};
+  uint64_t reported_taken_ = 0;
   // Inference partition state.
   std::unique_ptr<Ring> results_;
   int64_t partition_ = -1;

@@ -86,6 +86,7 @@ class Ring {
   struct Header;
 
  private:
+  friend struct RingTestPeer;  // ring_test.cc: holds the lock in a process it then kills
   Ring(std::string name, void* base, size_t mapped, bool owner);
   Status Lock() const;
   void Unlock() const;

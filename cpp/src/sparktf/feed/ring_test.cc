@@ -175,6 +175,43 @@ TEST(RingTest, KilledProducerIsNoticedByTheConsumer) {
   EXPECT_FALSE(SegmentExists(name));
 }
 
+}  // namespace
+
+struct RingTestPeer {
+  static Status Lock(const Ring& ring) { return ring.Lock(); }
+};
+
+namespace {
+
+TEST(RingTest, AProducerKilledWhileHoldingTheLockDoesNotWedgeTheRing) {
+  const std::string name = UniqueName("deadlock");
+  auto ring = std::move(Ring::Create(name, 1 << 16)).ValueOrDie();
+  int locked[2];
+  ASSERT_EQ(::pipe(locked), 0);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    auto prod = Ring::Attach(name);
+    char c = prod.ok() && RingTestPeer::Lock(**prod).ok() ? 1 : 0;
+    (void)!::write(locked[1], &c, 1);
+    ::pause();
+    ::_exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(::read(locked[0], &c, 1), 1);
+  ASSERT_EQ(c, 1);
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  // The next taker of the lock recovers it: the consumer learns of the dead producer
+  // within the liveness slices, instead of waiting forever on the lock.
+  std::string msg;
+  const auto t0 = std::chrono::steady_clock::now();
+  Status st = ring->Pop(&msg, 10s);
+  EXPECT_EQ(st.code(), StatusCode::kAborted) << st.ToString();
+  EXPECT_NE(st.message().find("died while feeding"), std::string::npos) << st.ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  EXPECT_TRUE(ring->ConsumerStatus().ok());  // the lock is usable again
+}
+
 TEST(RingTest, KilledConsumerIsNoticedAndItsSegmentRemoved) {
   const std::string name = UniqueName("deadcons");
   int ready[2];

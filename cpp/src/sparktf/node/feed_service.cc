@@ -391,7 +391,8 @@ Status CloseFeed(const FeedTarget& target, const std::string& token, const std::
 }
 
 feed::LockstepSync MakeLockstepSync(const HostPort& coordinator, const std::string& token,
-                                    int executor_id, const std::string& queue, milliseconds timeout) {
+                                    int executor_id, const std::string& queue, milliseconds timeout,
+                                    int generation) {
   auto conn = std::make_shared<std::unique_ptr<Connection>>();
   return [=](const feed::FeedProgress& p) -> Result<feed::Watermark> {
     if (!*conn) {
@@ -400,7 +401,7 @@ feed::LockstepSync MakeLockstepSync(const HostPort& coordinator, const std::stri
     }
     json sync = {{"executor_id", executor_id}, {"qname", queue},      {"delivered", p.delivered},
                  {"closed", p.closed},         {"consumed", p.consumed}, {"dropped", p.dropped},
-                 {"finished", p.finished}};
+                 {"finished", p.finished}, {"generation", generation}};
     auto reply = (*conn)->Call(MessageType::kFeedSync, sync.dump(), MessageType::kFeedState, timeout);
     if (!reply.ok()) {
       conn->reset();

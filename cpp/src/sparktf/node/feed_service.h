@@ -125,9 +125,10 @@ class FeedSession {
 Status CloseFeed(const FeedTarget& target, const std::string& token, const std::string& queue,
                  std::chrono::milliseconds timeout);
 
-// Lockstep through the coordinator (FEED_SYNC); connects on first use.
+// Lockstep through the coordinator (FEED_SYNC, sent as of `generation`: the coordinator
+// refuses another generation's); connects on first use.
 feed::LockstepSync MakeLockstepSync(const HostPort& coordinator, const std::string& token,
                                     int executor_id, const std::string& queue,
-                                    std::chrono::milliseconds timeout);
+                                    std::chrono::milliseconds timeout, int generation = 0);
 
 }  // namespace sparktf::node

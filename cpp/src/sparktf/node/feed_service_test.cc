@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <thread>
 
@@ -119,6 +120,31 @@ TEST_P(FeedServiceTest, ConsumerFailureReachesTheFeedingTask) {
   auto again = FeedSession::Open(target_, "secret", "input", 1, false, 5s);
   EXPECT_EQ(again.status().code(), StatusCode::kAborted);
   EXPECT_NE(again.status().message().find("ValueError: boom"), std::string::npos);
+}
+
+// docs/protocol.md: a consumer's failure reaches a feeding task within 100 ms (the
+// rings' liveness slices). The margin is for sanitizer builds on a loaded CI machine.
+TEST_P(FeedServiceTest, ConsumerFailureReachesABlockedFeedingTaskWithin100Ms) {
+  constexpr auto kPromise = 100ms, kMargin = 400ms;
+  auto reader = std::make_unique<feed::FeedReader>(
+      std::move(feed::Ring::Create(Ring("input"), 1 << 16)).ValueOrDie(), nullptr);
+  auto session = std::move(FeedSession::Open(target_, "secret", "input", 0, false, 5s)).ValueOrDie();
+  std::atomic<int64_t> failed_at{0};
+  std::thread failer([&] {
+    std::this_thread::sleep_for(500ms);  // the ring is full and nobody reads: Push blocks
+    failed_at = std::chrono::steady_clock::now().time_since_epoch().count();
+    reader->Fail("map_fun failed: ValueError: boom");
+  });
+  Status st;
+  while (st.ok()) st = session->Push(Ints(0, 1000));
+  const auto returned = std::chrono::steady_clock::now();
+  failer.join();
+  EXPECT_EQ(st.code(), StatusCode::kAborted) << st.ToString();
+  ASSERT_NE(failed_at.load(), 0) << "Push failed before the consumer did: " << st.ToString();
+  const auto took = returned - std::chrono::steady_clock::time_point(
+                                   std::chrono::steady_clock::duration(failed_at.load()));
+  EXPECT_LT(took, kPromise + kMargin)
+      << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
 }
 
 TEST_P(FeedServiceTest, WrongTokenAndBadQueueAreRefused) {
