@@ -8,11 +8,11 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz --target record_reader_fuzz example_fuzz protocol_fuzz batch_fuzz pickle_fuzz \
-  uri_fuzz feed_service_fuzz
+  uri_fuzz feed_service_fuzz agent_frames_fuzz
 corpus=build/fuzz/corpus
 crashes=build/fuzz/crashes
 mkdir -p "$corpus/record_reader_fuzz" "$corpus/example_fuzz" "$corpus/protocol_fuzz" \
-  "$corpus/batch_fuzz" "$corpus/pickle_fuzz" "$corpus/uri_fuzz" "$corpus/feed_service_fuzz" \
+  "$corpus/batch_fuzz" "$corpus/pickle_fuzz" "$corpus/uri_fuzz" "$corpus/feed_service_fuzz" "$corpus/agent_frames_fuzz" \
   "$crashes"
 .venv/bin/python - "$corpus" <<'PY'
 import os, sys, zlib, gzip
@@ -57,6 +57,14 @@ feeds["data"] = (b"\x01" + frame(80, b'{"qname": "input", "partition": 1}') + fr
                  + frame(83, b"{}"))
 for name, data in feeds.items():
     open(os.path.join(corpus, "feed_service_fuzz", name), "wb").write(data)
+spec = (b'{"cluster_spec": {"worker": ["127.0.0.2:1", "127.0.0.3:2"]}, "job_name": "worker", '
+        b'"task_index": 0, "is_chief": true, "fed": false, "feed_index": -1, "generation": 0, '
+        b'"tf_config": "{\\"task\\": {\\"type\\": \\"worker\\", \\"index\\": 0}}"}')
+agent = {"spec": frame(11, b'{"num_nodes": 2, "registered": 1}') + frame(13, spec),
+         "abort": frame(13, spec) + frame(50, b'{"reason": "worker:1 failed"}'),
+         "stop": frame(13, spec) + frame(51, b"{}")}
+for name, data in agent.items():
+    open(os.path.join(corpus, "agent_frames_fuzz", name), "wb").write(data)
 # PySpark's pickled row batches: numbers, text, lists and numpy arrays.
 import pickle
 import numpy as np
@@ -73,7 +81,7 @@ for i, u in enumerate(uris):
 PY
 status=0
 for target in record_reader_fuzz example_fuzz protocol_fuzz batch_fuzz pickle_fuzz uri_fuzz \
-    feed_service_fuzz; do
+    feed_service_fuzz agent_frames_fuzz; do
   echo "fuzz: $target for ${seconds}s"
   if ! build/fuzz/cpp/$target "$corpus/$target" -max_total_time="$seconds" -timeout=10 \
        -rss_limit_mb=2048 -max_len=65536 -artifact_prefix="$crashes/$target-" \

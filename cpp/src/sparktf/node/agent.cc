@@ -22,6 +22,7 @@
 
 #include "sparktf/common/json_internal.h"
 #include "sparktf/feed/ring.h"
+#include "sparktf/node/agent_frames.h"
 #include "sparktf/node/feed_service.h"
 
 extern char** environ;
@@ -140,12 +141,6 @@ Result<Connection> ConnectWithRetry(const AgentOptions& o) {
                           std::to_string(o.connect_timeout.count() / 1000) + " s)");
 }
 
-// The chief runs TensorBoard (the coordinator decides who that is).
-bool IsTensorBoardNode(const json& spec) {
-  return spec.contains("is_chief") && spec["is_chief"].is_boolean() &&
-         spec["is_chief"].get<bool>();
-}
-
 }  // namespace
 
 Result<int> RunAgent(const AgentOptions& o) {
@@ -202,12 +197,11 @@ Result<int> RunAgent(const AgentOptions& o) {
     while (spec.is_null()) {
       ASSIGN_OR_RETURN(bool have, conn.NextBuffered(&f));
       if (have) {
-        if (f.type == MessageType::kClusterSpec) {
-          spec = json::parse(f.payload, nullptr, false);
-          if (!spec.is_object()) return Status::Internal("unreadable cluster spec");
-        } else if (f.type == MessageType::kAbort) {
-          return Status::Aborted("cluster aborted before it started: " +
-                                 JsonGetOr(json::parse(f.payload, nullptr, false), "reason", ""));
+        ASSIGN_OR_RETURN(CoordinatorRequest r, ReadCoordinatorFrame(f));
+        if (r.kind == CoordinatorRequest::Kind::kClusterSpec) {
+          spec = std::move(r.spec);
+        } else if (r.kind == CoordinatorRequest::Kind::kAbort) {
+          return Status::Aborted("cluster aborted before it started: " + r.reason);
         }
         continue;
       }
@@ -233,8 +227,7 @@ Result<int> RunAgent(const AgentOptions& o) {
   // Environment of the TF process.
   std::vector<std::string> env;
   std::map<std::string, std::string> extra = o.env;
-  extra["TF_CONFIG"] = JsonGetOr(spec, "tf_config", "");
-  extra["SPARKTF_CLUSTER_INFO"] = spec.dump();
+  for (auto& [k, v] : SpecEnvironment(spec)) extra[k] = std::move(v);
   extra["SPARKTF_COORDINATOR"] = o.coordinator.ToString();
   extra["SPARKTF_TOKEN"] = o.token;
   extra["SPARKTF_EXECUTOR_ID"] = std::to_string(o.executor_id);
@@ -433,11 +426,12 @@ Result<int> RunAgent(const AgentOptions& o) {
           st = have.status();
           break;
         }
-        if (f.type == MessageType::kAbort) {
-          std::cerr << "sparktf agent " << o.executor_id << ": cluster aborted: "
-                    << JsonGetOr(json::parse(f.payload, nullptr, false), "reason", "") << "\n";
+        auto r = ReadCoordinatorFrame(f);
+        if (r.ok() && r->kind == CoordinatorRequest::Kind::kAbort) {
+          std::cerr << "sparktf agent " << o.executor_id << ": cluster aborted: " << r->reason
+                    << "\n";
           stop_child("aborted by the coordinator", o.abort_kill_grace);
-        } else if (f.type == MessageType::kStop) {
+        } else if (r.ok() && r->kind == CoordinatorRequest::Kind::kStop) {
           stop_child("stopped by the coordinator", o.kill_grace);
         }
       }

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "sparktf/feed/batch.h"
+#include "sparktf/node/agent_frames.h"
 
 namespace sparktf::node {
 namespace {
@@ -152,6 +153,34 @@ TEST_P(FeedServiceTest, WrongTokenAndBadQueueAreRefused) {
             StatusCode::kUnauthenticated);
   EXPECT_EQ(FeedSession::Open(target_, "secret", "../etc", 0, false, 2s).status().code(),
             StatusCode::kInvalidArgument);
+}
+
+TEST(AgentFramesTest, ReadsWhatTheCoordinatorAsksAndNothingElse) {
+  using cluster::Frame;
+  using cluster::MessageType;
+  auto spec = ReadCoordinatorFrame(Frame{MessageType::kClusterSpec,
+                                         R"({"tf_config": "{}", "is_chief": true})"});
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->kind, CoordinatorRequest::Kind::kClusterSpec);
+  EXPECT_TRUE(IsTensorBoardNode(spec->spec));
+  EXPECT_EQ(SpecEnvironment(spec->spec).at("TF_CONFIG"), "{}");
+  // Mistyped fields read as absent, not as a crash.
+  auto odd = ReadCoordinatorFrame(Frame{MessageType::kClusterSpec,
+                                        R"({"tf_config": 7, "is_chief": "yes"})"});
+  ASSERT_TRUE(odd.ok());
+  EXPECT_FALSE(IsTensorBoardNode(odd->spec));
+  EXPECT_EQ(SpecEnvironment(odd->spec).at("TF_CONFIG"), "");
+  EXPECT_EQ(ReadCoordinatorFrame(Frame{MessageType::kClusterSpec, "[1]"}).status().code(),
+            StatusCode::kInvalidArgument);
+  auto abort = ReadCoordinatorFrame(Frame{MessageType::kAbort, R"({"reason": "worker:1 died"})"});
+  ASSERT_TRUE(abort.ok());
+  EXPECT_EQ(abort->kind, CoordinatorRequest::Kind::kAbort);
+  EXPECT_EQ(abort->reason, "worker:1 died");
+  EXPECT_EQ(ReadCoordinatorFrame(Frame{MessageType::kAbort, "not json"})->reason, "");
+  EXPECT_EQ(ReadCoordinatorFrame(Frame{MessageType::kStop, ""})->kind,
+            CoordinatorRequest::Kind::kStop);
+  EXPECT_EQ(ReadCoordinatorFrame(Frame{MessageType::kHeartbeat, "{}"})->kind,
+            CoordinatorRequest::Kind::kIgnore);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, FeedServiceTest, ::testing::Values(true, false),
