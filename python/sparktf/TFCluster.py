@@ -438,8 +438,9 @@ class TFCluster:
         worker i mod W. Returns once every row was delivered; the feed stays
         open for more calls until shutdown(). Returns {"rows", "skipped"}:
         rows are skipped when a consumer stopped reading (terminate()). With
-        restarts (TFCluster.run), a node's failure restarts the cluster and the
-        epoch being fed is fed again, from its first partition (_feed_epoch)."""
+        restarts (TFCluster.run), a node's failure restarts the cluster, and train()
+        carries on: the new generation is fed again from the first epoch a node had
+        not taken in full (_feed_epoch)."""
         from sparktf import feeding
 
         self._feed_meta(qname, feed_timeout)  # refuses bad arguments before anything runs
@@ -687,7 +688,10 @@ class TFCluster:
                 if self._restarts_left <= 0:
                     self._fail(failure)
                 if self.input_mode == InputMode.SPARK:
-                    self._restart_and_refeed(failure)
+                    try:
+                        self._restart_and_refeed(failure)
+                    except _NodeFailed as e:  # the new generation failed too, no restart left
+                        self._fail(e.cause)
                     if self._feeds_closed:
                         self._close_feeds()  # the new generation's feeds end there too
                 else:
@@ -768,10 +772,10 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
     a new generation (``ctx.restart_count``) with new node tasks, ports, TF_CONFIG and
     feed rings. Training resumes from the user's own checkpoints (Keras
     ``BackupAndRestore``, a ``CheckpointManager``) on a path every node sees. In
-    InputMode.SPARK, the epoch being fed when the node failed is fed again, from its first
-    partition, to the new generation (train() carries on; docs/reliability.md says what
-    is and is not fed twice). After K restarts the next failure raises, listing every
-    generation's failure.
+    InputMode.SPARK, train() carries on: the new generation is fed again every epoch from
+    the first one some node had not taken in full, each from its first partition
+    (docs/reliability.md says what is and is not fed twice). After K restarts the next
+    failure raises, listing every generation's failure.
 
     A node whose TF process's main thread does not move for `progress_timeout` s (a
     sleep or a deadlock in map_fun; a single TensorFlow step or compilation that long
