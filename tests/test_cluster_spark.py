@@ -8,45 +8,23 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import cluster_funs
 import numpy as np
 import pytest
+from leftovers import node_processes, node_temp_dirs, tcp_listeners
 
 from sparktf import TFCluster, dfutil, errors
 
 pytestmark = pytest.mark.spark
 
 
-def node_processes():
-    """PIDs of TF processes and node agents started from this checkout (python -m
-    sparktf.node, sparktf agent); those of another checkout on the same machine are not
-    this run's."""
-    root = str(Path(__file__).resolve().parent.parent).encode()
-    pids = []
-    for cmdline in glob.glob("/proc/[0-9]*/cmdline"):
-        try:
-            args = open(cmdline, "rb").read().split(b"\0")
-        except OSError:
-            continue
-        ours = b"sparktf.node" in args or (len(args) > 1 and args[1] == b"agent"
-                                           and args[0].endswith(b"sparktf"))
-        if ours and args[0].startswith(root):
-            pids.append(int(cmdline.split("/")[2]))
-    return pids
-
-
 def leftovers():
-    """Node processes still running, and temporary files of nodes still on disk (the
-    session's TMPDIR is its own: see conftest)."""
-    temp = tempfile.gettempdir()
-    return node_processes() + glob.glob(os.path.join(temp, "sparktf-node-*")) + \
-        glob.glob(os.path.join(temp, "sparktf-export-*"))
+    """Node processes still running, and temporary files of nodes still on disk."""
+    return node_processes() + node_temp_dirs()
 
 
 def wait_no_node_processes(timeout=15):
@@ -198,21 +176,6 @@ def test_killed_node_process_aborts_the_cluster(spark, tmp_path):
         cluster.shutdown(timeout=120)
     assert time.monotonic() - t0 < 15
     assert wait_no_node_processes() == []
-
-
-def tcp_listeners() -> set:
-    """(IPv4 address, port) of every listening TCP socket on this machine."""
-    import socket
-    import struct
-
-    out = set()
-    with open("/proc/net/tcp") as f:
-        for line in f.readlines()[1:]:
-            local, state = line.split()[1], line.split()[3]
-            if state == "0A":  # LISTEN
-                ip, port = local.split(":")
-                out.add((socket.inet_ntoa(struct.pack("<I", int(ip, 16))), int(port, 16)))
-    return out
 
 
 def test_coordinator_listens_on_the_drivers_address_only(spark, tmp_path):

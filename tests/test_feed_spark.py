@@ -9,16 +9,13 @@ import time
 import feed_funs
 import numpy as np
 import pytest
+from leftovers import shm_segments
 from test_cluster_spark import wait_no_node_processes
 
 from sparktf import TFCluster, errors
 
 pytestmark = pytest.mark.spark
 SPARK = TFCluster.InputMode.SPARK
-
-
-def shm_segments():
-    return glob.glob("/dev/shm/sparktf-*")
 
 
 def node_results(out):

@@ -18,6 +18,7 @@ for the feeding jobs of ``cluster.train`` and ``cluster.inference``.
 
 from __future__ import annotations
 
+import glob
 import json
 import logging
 import os
@@ -249,11 +250,15 @@ def _explain_lost_nodes(sc, nodes: list, wait: float) -> str:
     return "\n".join(lines)
 
 
-def _start_detached(cmd: list, env: dict, executor_id: int, timeout: float) -> None:
+def _start_detached(cmd: list, env: dict, executor_id: int, timeout: float, tmp: str,
+                    ring_prefix: str) -> None:
     """Starts the agent in its own process group and returns once it runs the TF
     process (it writes 'ready' to a pipe); raises if it ends first. It stays in the
     executor's session: when this Python worker ends, YARN's process tree of the container
-    (which adopts orphans by session) still counts the agent and its TF process."""
+    (which adopts orphans by session) still counts the agent and its TF process. Once it
+    ends, a thread of this Python worker removes what an agent killed without warning
+    leaves: its temp dir `tmp` and its rings (names starting with `ring_prefix`) whose
+    consumer is dead."""
     import select
 
     _detached_agents[:] = [p for p in _detached_agents if p.poll() is None]
@@ -270,6 +275,8 @@ def _start_detached(cmd: list, env: dict, executor_id: int, timeout: float) -> N
             if ready:
                 if os.read(read_fd, 16).startswith(b"ready"):
                     _detached_agents.append(proc)
+                    threading.Thread(target=_clean_after_agent, args=(proc, tmp, ring_prefix),
+                                     name="sparktf-agent-reaper", daemon=True).start()
                     return
                 rc = proc.wait()
                 raise RuntimeError(f"sparktf node {executor_id} ended with exit code {rc} before "
@@ -283,6 +290,53 @@ def _start_detached(cmd: list, env: dict, executor_id: int, timeout: float) -> N
             os.close(write_fd)
 
 
+def _clean_after_agent(proc, tmp: str, ring_prefix: str) -> None:
+    proc.wait()
+    shutil.rmtree(tmp, ignore_errors=True)
+    # Its TF process dies with it (PR_SET_PDEATHSIG) a moment later; its rings are stale
+    # from then on.
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            _native.sweep_stale_rings(ring_prefix)
+        except errors.SparktfError as e:
+            logger.debug("sparktf: sweeping %s: %s", ring_prefix, e)
+        if not glob.glob("/dev/shm" + ring_prefix + "*") or time.monotonic() > deadline:
+            return
+        time.sleep(0.2)
+
+
+_ORPHAN_AGE = 60.0  # s: a node dir younger than this may still be getting its agent
+
+
+def _sweep_orphan_node_dirs() -> None:
+    """Removes node temp dirs (this host's TMPDIR) that no live process names on its
+    command line and that are older than _ORPHAN_AGE: an agent killed in InputMode.SPARK,
+    detached from its task, could not remove its own."""
+    dirs = glob.glob(os.path.join(tempfile.gettempdir(), "sparktf-node-*"))
+    now = time.time()
+    dirs = [d for d in dirs if now - _mtime(d) > _ORPHAN_AGE]
+    if not dirs:
+        return
+    named = set()
+    for cmdline in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            text = open(cmdline, "rb").read().decode(errors="replace")
+        except OSError:
+            continue
+        named.update(d for d in dirs if d in text)
+    for d in dirs:
+        if d not in named:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return time.time()
+
+
 def _node_task(meta: dict):
     """The barrier task body: start the node agent and wait for it (in SPARK
     mode, only until it runs the TF process)."""
@@ -294,6 +348,7 @@ def _node_task(meta: dict):
         executor_id = tc.partitionId()
         resources = tc.resources()
         gpus = list(resources["gpu"].addresses) if "gpu" in resources else []
+        _sweep_orphan_node_dirs()
         tmp = tempfile.mkdtemp(prefix="sparktf-node-")
         try:
             payload = os.path.join(tmp, "payload")
@@ -325,7 +380,9 @@ def _node_task(meta: dict):
             cmd += ["--", sys.executable, "-m", "sparktf.node", payload]
             env = dict(os.environ, SPARKTF_TOKEN=meta["token"])
             if spark_mode:
-                _start_detached(cmd, env, executor_id, meta["reservation_timeout"])
+                ring_prefix = _native.feed_ring_name(meta["feed_cluster_id"], executor_id, "x")
+                _start_detached(cmd, env, executor_id, meta["reservation_timeout"], tmp,
+                                ring_prefix[:-1])
                 tmp = None  # the agent removes its error file and directory
                 rc = 0
             else:

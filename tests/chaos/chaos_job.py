@@ -16,16 +16,12 @@ worker's host address is dropped for config["cut_seconds"]), and none."""
 
 from __future__ import annotations
 
-import glob
 import json
 import logging
 import os
 import signal
-import socket
-import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import traceback
@@ -33,6 +29,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
+sys.path[:0] = [str(HERE), str(ROOT / "tests")]
+
+from leftovers import leftovers, wait_leftovers  # noqa: E402
 MODES = {
     # fun, nodes, num_ps, master_node
     "mwms": ("mwms", 2, 0, "chief"),
@@ -54,51 +53,6 @@ def _jsonl(path):
         except ValueError:
             pass  # a line being written
     return out
-
-
-def node_processes():
-    """TF processes, node agents and TensorBoards started from this checkout."""
-    root = str(ROOT).encode()
-    pids = []
-    for cmdline in glob.glob("/proc/[0-9]*/cmdline"):
-        try:
-            args = open(cmdline, "rb").read().split(b"\0")
-        except OSError:
-            continue
-        ours = b"sparktf.node" in args or any(b"tensorboard" in a for a in args[1:3]) or (
-            len(args) > 1 and args[1] == b"agent" and args[0].endswith(b"sparktf"))
-        if ours and args[0].startswith(root):
-            pids.append(int(cmdline.split("/")[2]))
-    return pids
-
-
-def tcp_listeners() -> set:
-    out = set()
-    with open("/proc/net/tcp") as f:
-        for line in f.readlines()[1:]:
-            local, state = line.split()[1], line.split()[3]
-            if state == "0A":
-                ip, port = local.split(":")
-                out.add((socket.inet_ntoa(struct.pack("<I", int(ip, 16))), int(port, 16)))
-    return out
-
-
-def leftovers(ports: set) -> dict:
-    temp = tempfile.gettempdir()
-    return {"processes": node_processes(),
-            "ports": sorted(f"{h}:{p}" for h, p in ports & tcp_listeners()),
-            "shm": glob.glob("/dev/shm/sparktf-*"),
-            "temp": glob.glob(os.path.join(temp, "sparktf-node-*")) +
-                    glob.glob(os.path.join(temp, "sparktf-export-*"))}
-
-
-def wait_leftovers(ports: set, timeout: float = 15) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        left = leftovers(ports)
-        if not any(left.values()) or time.monotonic() >= deadline:
-            return left
-        time.sleep(0.2)
 
 
 class FailureLog(logging.Handler):
@@ -204,6 +158,7 @@ def run_scenario(sc, mode: str, scenario: str, config: dict) -> dict:
     epochs = config.get("epochs", 6)
     args = {"work": str(work), "backup": str(backup / "ckpt"), "epochs": epochs,
             "steps": config.get("steps", 20), "epoch_pause": config.get("epoch_pause", 0.5)}
+    before = leftovers()  # the machine's: only what this scenario adds counts
     injector = None
     if scenario != "none":
         injector = Injector(scenario, work, config.get("fault_epoch", 2), failures,
@@ -259,13 +214,12 @@ def run_scenario(sc, mode: str, scenario: str, config: dict) -> dict:
         "epochs": [(e["generation"], e["epoch"]) for e in _jsonl(work / "epochs.jsonl")
                    if e["role"] == ("chief:0" if master_node else "worker:0")],
         "injector_error": injector.error if injector else None,
-        "leftovers": wait_leftovers({p for p in ports if p[1]}),
+        "leftovers": wait_leftovers({p for p in ports if p[1]}, ignore=before),
     }
 
 
 def main():
     config = json.load(open(sys.argv[1]))
-    sys.path[:0] = [str(HERE), str(ROOT / "tests")]
     from pyspark.sql import SparkSession
 
     os.environ["PYSPARK_PYTHON"] = sys.executable

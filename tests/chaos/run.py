@@ -17,7 +17,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE), str(ROOT / "tests")]
 
 import scenarios  # noqa: E402
 from standalone import StandaloneCluster  # noqa: E402

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import chaos_job
+from leftovers import leftovers, wait_leftovers
 
 HERE = Path(__file__).resolve().parent
 
@@ -24,7 +25,7 @@ CI = {
     "mwms": ["none", "kill_worker", "kill_chief", "kill_agent", "kill_executor",
              "sigstop_worker", "disk_full", "cut_off"],
     "ps": ["none", "kill_ps"],
-    "spark": ["none", "kill_worker"],
+    "spark": ["none", "kill_worker", "kill_agent"],
 }
 LONG = {
     "mwms": CI["mwms"],
@@ -66,6 +67,7 @@ def run_driver_kill(master: str, work: Path, timeout: float = 300) -> dict:
                   results=str(work / "driver_kill.jsonl"), epochs=40, epoch_pause=0.5,
                   tensorboard=True)
     (work / "driver_kill.json").write_text(json.dumps(config))
+    baseline = leftovers()  # the machine's before this run: not this run's to remove
     log = open(work / "driver_kill.log", "w")
     driver = subprocess.Popen([sys.executable, str(HERE / "chaos_job.py"),
                                str(work / "driver_kill.json")], stdout=log,
@@ -80,11 +82,11 @@ def run_driver_kill(master: str, work: Path, timeout: float = 300) -> dict:
             time.sleep(0.1)
         starts = chaos_job._jsonl(node_work / "spark-none" / "starts.jsonl")
         ports = {(s["host"], s["port"]) for s in starts}
-        before = chaos_job.leftovers(ports)
+        before = leftovers(ports, ignore=baseline)  # this cluster's, while it runs
         killed = time.time()
         driver.send_signal(signal.SIGKILL)
         driver.wait(30)
-        left = chaos_job.wait_leftovers(ports, timeout=30)
+        left = wait_leftovers(ports, timeout=30, ignore=baseline)
         gone_s = time.time() - killed
     finally:
         if driver.poll() is None:

@@ -95,7 +95,7 @@ def test_parameter_server_recovers_from_a_killed_ps(hosts):
     assert r["kill_ps"]["first_failure"].startswith("generation 0: ps:0 ")
 
 
-def test_spark_mode_recovers_from_a_killed_worker_feeding_the_epoch_again(hosts):
+def test_spark_mode_recovers_from_a_killed_worker_or_agent_feeding_again(hosts):
     """InputMode.SPARK over TCP between the hosts: train() carries on through the restart,
     feeding the interrupted epoch again to the new generation (which trains from scratch:
     this map_fun keeps no checkpoint)."""
@@ -115,6 +115,13 @@ def test_spark_mode_recovers_from_a_killed_worker_feeding_the_epoch_again(hosts)
     assert killed["accuracy"] >= base["accuracy"] - 0.05, (killed["accuracy"], base["accuracy"])
     assert [g for g, _ in killed["epochs"]].count(1) >= 3, killed["epochs"]
     assert_no_leftovers(killed)
+    # A killed agent, detached from its task in SPARK mode, cannot clean up: what its
+    # Python worker and the next generation's agents remove instead must leave nothing.
+    agent = r["kill_agent"]
+    assert agent["outcome"] == "recovered", (agent["outcome"], agent["error"][:3000])
+    assert agent["detect_s"] < 5 and agent["recover_s"] < 30, agent
+    assert agent["accuracy"] >= base["accuracy"] - 0.05, (agent["accuracy"], base["accuracy"])
+    assert_no_leftovers(agent)
 
 
 def test_a_killed_driver_leaves_nothing_on_either_host_within_10_s(hosts):

@@ -169,7 +169,9 @@ Result<int> RunAgent(const AgentOptions& o) {
   if (!o.feed_cluster_id.empty()) {
     ASSIGN_OR_RETURN(ring_prefix, FeedRingName(o.feed_cluster_id, o.executor_id, "x"));
     ring_prefix.pop_back();
-    feed::SweepStaleRings(ring_prefix);
+    // Its cluster's rings of any generation whose consumer is dead: an agent killed with
+    // its TF process could not remove them, and the next generation's names differ.
+    feed::SweepStaleRings(FeedRingFamilyPrefix(o.feed_cluster_id));
     ASSIGN_OR_RETURN(feeds, FeedServer::Start({o.feed_cluster_id, o.executor_id, o.token,
                                                "0.0.0.0", o.feed_timeout}));
   }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <nlohmann/json.hpp>
 
@@ -48,6 +49,15 @@ Result<std::string> FeedRingName(const std::string& cluster_id, int executor_id,
     return Status::InvalidArgument("queue name '" + queue + "' must be 1-64 of [A-Za-z0-9_]");
   }
   return "/sparktf-" + cluster_id + "-" + std::to_string(executor_id) + "-" + queue;
+}
+
+std::string FeedRingFamilyPrefix(const std::string& cluster_id) {
+  size_t end = cluster_id.size();
+  while (end > 0 && std::isdigit(static_cast<unsigned char>(cluster_id[end - 1]))) --end;
+  if (end > 1 && end < cluster_id.size() && cluster_id[end - 1] == 'g') {
+    return "/sparktf-" + cluster_id.substr(0, end);  // "<base>g": any generation
+  }
+  return "/sparktf-" + cluster_id + "-";
 }
 
 std::string FeedSocketName(const std::string& cluster_id, int executor_id) {

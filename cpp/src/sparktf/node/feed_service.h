@@ -32,6 +32,10 @@ constexpr std::chrono::milliseconds kDefaultFeedTimeout{600000};
 Result<std::string> FeedRingName(const std::string& cluster_id, int executor_id,
                                  const std::string& queue);
 std::string FeedSocketName(const std::string& cluster_id, int executor_id);
+// TFCluster names each generation's feeds "<base>g<generation>". The prefix of the ring
+// names of every generation of `cluster_id`'s cluster, on every executor (for sweeping
+// what a killed agent of an earlier generation left).
+std::string FeedRingFamilyPrefix(const std::string& cluster_id);
 
 struct FeedServerOptions {
   std::string cluster_id;

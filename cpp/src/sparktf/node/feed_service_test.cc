@@ -155,6 +155,15 @@ TEST_P(FeedServiceTest, WrongTokenAndBadQueueAreRefused) {
             StatusCode::kInvalidArgument);
 }
 
+TEST(FeedNamesTest, TheRingFamilyCoversEveryGenerationOfACluster) {
+  EXPECT_EQ(FeedRingFamilyPrefix("0123abcdg0"), "/sparktf-0123abcdg");
+  EXPECT_EQ(FeedRingFamilyPrefix("0123abcdg12"), "/sparktf-0123abcdg");
+  EXPECT_TRUE(FeedRingName("0123abcdg3", 5, "input")->starts_with(
+      FeedRingFamilyPrefix("0123abcdg0")));
+  EXPECT_EQ(FeedRingFamilyPrefix("plain"), "/sparktf-plain-");
+  EXPECT_EQ(FeedRingFamilyPrefix("abc123"), "/sparktf-abc123-");
+}
+
 TEST(AgentFramesTest, ReadsWhatTheCoordinatorAsksAndNothingElse) {
   using cluster::Frame;
   using cluster::MessageType;
