@@ -45,6 +45,16 @@ def _digits():
     return (x[:1500], y[:1500]), (x[1500:], y[1500:])
 
 
+def _keras_model(tf):
+    """The digits classifier of the Keras modes (build it in the strategy's scope)."""
+    model = tf.keras.Sequential([tf.keras.Input((64,)),
+                                 tf.keras.layers.Dense(64, activation="relu"),
+                                 tf.keras.layers.Dense(10)])
+    model.compile(optimizer=tf.keras.optimizers.Adam(0.01),
+                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+
+
 def mwms(args, ctx):
     """MultiWorkerMirrored Keras on scikit-learn's digits, resuming from
     BackupAndRestore(args["backup"]) after a restart."""
@@ -59,11 +69,7 @@ def mwms(args, ctx):
     ds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(1500, seed=0).repeat().batch(
         32 * ctx.num_workers)
     with strategy.scope():
-        model = tf.keras.Sequential([tf.keras.Input((64,)),
-                                     tf.keras.layers.Dense(64, activation="relu"),
-                                     tf.keras.layers.Dense(10)])
-        model.compile(optimizer=tf.keras.optimizers.Adam(0.01),
-                      loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        model = _keras_model(tf)
     log = os.path.join(args["work"], "epochs.jsonl")
 
     class Epochs(tf.keras.callbacks.Callback):
@@ -154,11 +160,7 @@ def spark_fed(args, ctx):
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
     dist = strategy.distribute_datasets_from_function(lambda _: ctx.dataset(32))
     with strategy.scope():
-        model = tf.keras.Sequential([tf.keras.Input((64,)),
-                                     tf.keras.layers.Dense(64, activation="relu"),
-                                     tf.keras.layers.Dense(10)])
-        model.compile(optimizer=tf.keras.optimizers.Adam(0.01),
-                      loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        model = _keras_model(tf)
     log = os.path.join(args["work"], "epochs.jsonl")
 
     class Steps(tf.keras.callbacks.Callback):

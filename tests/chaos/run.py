@@ -49,7 +49,9 @@ def main() -> int:
     finally:
         cluster.stop()
     args.raw.parent.mkdir(parents=True, exist_ok=True)
-    args.raw.write_text("".join(json.dumps(r) + "\n" for r in results))
+    # Paths of this checkout (in tracebacks) become <checkout>: the raw file is committed.
+    args.raw.write_text("".join(json.dumps(r).replace(str(ROOT), "<checkout>") + "\n"
+                                for r in results))
     scenarios.write_report(results, args.out,
                            f"sudo .venv/bin/python tests/chaos/run.py --rounds {args.rounds}")
     print(args.out.read_text())
