@@ -65,6 +65,39 @@ def test_train_feeds_every_row_once(spark, tmp_path, transport, source, clean_af
     assert cluster.dropped_records == 0
 
 
+def _rows_failing_once(p, _):
+    """3000 rows of about 1 KiB (so the feeding task pushes batches of about 1000 rows);
+    the first attempt of partition 1 fails after it pushed two batches."""
+    from pyspark import TaskContext
+
+    attempt = TaskContext.get().attemptNumber()
+    for i in range(3000):
+        if p == 1 and i == 2500 and attempt == 0:
+            raise RuntimeError("feeding task dies mid-partition on purpose")
+        yield (float(p * 10000 + i), np.zeros(256, dtype=np.float32))
+
+
+def test_a_retried_feeding_task_delivers_each_row_once(spark, tmp_path, transport,
+                                                       clean_after):
+    """Spark retries a feeding task that failed after it pushed part of its partition; the
+    retry pushes the partition from its first row, and the node drops what it already had."""
+    sc = spark.sparkContext
+    cluster = TFCluster.run(sc, feed_funs.count_rows, {"out": str(tmp_path), "batch": 100}, 2,
+                            input_mode=SPARK)
+    rdd = sc.parallelize(range(4), 4).mapPartitionsWithIndex(_rows_failing_once)
+    stats = cluster.train(rdd, num_epochs=2)
+    cluster.shutdown(timeout=120)
+    assert stats["rows"] == 24000 and stats["skipped"] == 0
+    seen = node_results(tmp_path)
+    per_worker = {w: 2 * sum(p * 10000 * 3000 + 2999 * 3000 // 2 for p in range(w, 4, 2))
+                  for w in (0, 1)}
+    assert sorted(r["rows"] for r in seen.values()) == [12000, 12000]
+    assert sorted(r["sum"] for r in seen.values()) == sorted(per_worker.values())
+    # the retried partition's first rows came twice, and the node dropped them
+    assert sorted(r["progress"]["duplicates"] > 0 for r in seen.values()) == [False, True]
+    assert sum(r["progress"]["duplicates"] for r in seen.values()) >= 1000
+
+
 def test_train_from_dataframe_with_arrow(spark, tmp_path, clean_after):
     from pyspark.sql import functions as F
 

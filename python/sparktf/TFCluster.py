@@ -466,7 +466,10 @@ class TFCluster:
         if qname not in self._queues:
             raise errors.InvalidArgument(f"unknown queue {qname!r}; the cluster has "
                                          f"{self._queues} (TFCluster.run(queues=...))")
+        # feed_id: this feeding job's own (every attempt of one of its tasks has it, so
+        # a node drops the rows an earlier attempt delivered; docs/formats/feed.md)
         return {"cluster_id": self._feed_cluster_id, "token": self._token, "qname": qname,
+                "feed_id": secrets.randbits(63) | 1,
                 "coordinator": self._coordinator_address,
                 "feed_timeout": float(feed_timeout), "targets": targets,
                 # "tcp" forces every feeding task onto TCP (tests, debugging)

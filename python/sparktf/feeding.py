@@ -61,8 +61,8 @@ def _session(meta: dict, index: int, inference: bool):
     t = targets[index % len(targets)]
     try:
         return _native.FeedSession(meta["cluster_id"], t["executor_id"], t["host"],
-                                   t["feed_port"], meta["token"], meta["qname"], index,
-                                   inference, meta["feed_timeout"],
+                                   t["feed_port"], meta["token"], meta["qname"],
+                                   meta["feed_id"], index, inference, meta["feed_timeout"],
                                    meta.get("transport") != "tcp")
     except (errors.Unavailable, errors.NotFound, errors.Aborted) as e:
         failure = _node_failure(meta, t["executor_id"])

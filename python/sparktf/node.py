@@ -116,7 +116,8 @@ class DataFeed:
         self._done = True
 
     def progress(self) -> dict:
-        """Rows delivered, consumed, dropped (to keep workers in step)."""
+        """Rows delivered, consumed, dropped (to keep workers in step), and duplicates
+        (rows a retried feeding task sent again, dropped)."""
         return self._reader.progress()
 
 

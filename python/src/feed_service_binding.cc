@@ -84,6 +84,7 @@ class PyFeedReader {
     d["closed"] = p.closed;
     d["finished"] = p.finished;
     d["producers_lost"] = p.producers_lost;
+    d["duplicates"] = p.duplicates;
     return d;
   }
 
@@ -108,13 +109,13 @@ FeedTarget Target(const std::string& cluster_id, int executor_id, const std::str
 class PyFeedSession {
  public:
   PyFeedSession(const std::string& cluster_id, int executor_id, const std::string& host, int port,
-                const std::string& token, const std::string& queue, int64_t partition,
-                bool inference, double timeout, bool prefer_local) {
+                const std::string& token, const std::string& queue, uint64_t feed,
+                int64_t partition, bool inference, double timeout, bool prefer_local) {
     FeedTarget t = Target(cluster_id, executor_id, host, port, prefer_local);
     Result<std::unique_ptr<FeedSession>> s = Status::Internal("unset");
     {
       nb::gil_scoped_release release;
-      s = FeedSession::Open(t, token, queue, partition, inference, Ms(timeout));
+      s = FeedSession::Open(t, token, queue, feed, partition, inference, Ms(timeout));
     }
     s_ = ValueOrThrow(std::move(s));
   }
@@ -181,9 +182,10 @@ void InitFeedService(nb::module_& m) {
 
   nb::class_<PyFeedSession>(m, "FeedSession")
       .def(nb::init<const std::string&, int, const std::string&, int, const std::string&,
-                    const std::string&, int64_t, bool, double, bool>(),
+                    const std::string&, uint64_t, int64_t, bool, double, bool>(),
            nb::arg("cluster_id"), nb::arg("executor_id"), nb::arg("host"), nb::arg("port"),
-           nb::arg("token"), nb::arg("queue"), nb::arg("partition"), nb::arg("inference"),
+           nb::arg("token"), nb::arg("queue"), nb::arg("feed"), nb::arg("partition"),
+           nb::arg("inference"),
            nb::arg("timeout"), nb::arg("prefer_local") = true)
       .def("push", &PyFeedSession::Push, nb::arg("batch"))
       .def("push_rows", &PyFeedSession::PushRows, nb::arg("batcher"))

@@ -72,10 +72,37 @@ Result<bool> FeedReader::PopOne(milliseconds wait) {
     }
     return true;
   }
+  if (IsTagged(message)) {
+    RETURN_NOT_OK(AddTagged(std::move(message)));
+    return true;
+  }
   ASSIGN_OR_RETURN(uint64_t rows, BatchRows(message));
   RETURN_NOT_OK(rows_.Add(std::move(message)));
   progress_.delivered += rows;
   return true;
+}
+
+Status FeedReader::AddTagged(std::string message) {
+  ASSIGN_OR_RETURN(BatchTag tag, DecodeTag(message));
+  ASSIGN_OR_RETURN(uint64_t rows, BatchRows(std::string_view(message).substr(kTagSize)));
+  uint64_t& have = tagged_rows_[{tag.feed, tag.partition}];
+  if (tag.first_row > have) {
+    return Status::DataLoss("feed batch of partition " + std::to_string(tag.partition) +
+                            " starts at row " + std::to_string(tag.first_row) + " but only " +
+                            std::to_string(have) + " of its rows came before it");
+  }
+  const uint64_t known = std::min(have - tag.first_row, rows);
+  if (known > 0 && progress_.duplicates == 0) {
+    std::cerr << "sparktf: partition " << tag.partition
+              << " is being fed again (Spark retried its feeding task); the rows an earlier "
+                 "attempt delivered are dropped\n";
+  }
+  progress_.duplicates += known;
+  if (known == rows) return Status::OK();
+  RETURN_NOT_OK(rows_.Add(std::move(message), kTagSize, known));
+  have = tag.first_row + rows;
+  progress_.delivered += rows - known;
+  return Status::OK();
 }
 
 void FeedReader::Abandon(const std::string& why) {

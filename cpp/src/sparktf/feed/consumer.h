@@ -9,13 +9,17 @@
 // counted. While it waits, the reader keeps draining its ring so that feeding
 // tasks always finish (they may hold every Spark task slot).
 //
-// A feeding task that dies mid-partition is not fatal: Spark retries it. Its
-// rows already delivered stay (training may see them twice); an inference
-// partition it left open is abandoned, and results for it are dropped.
+// A feeding task that dies mid-partition is not fatal: Spark retries it. For
+// training, its rows already delivered stay, and the retry's (or a speculative
+// copy's) batches are tagged (BatchTag), so the reader drops every row of a
+// (feed, partition) below what it has already taken in: each row is delivered
+// once. An inference partition it left open is abandoned, and results for it
+// are dropped.
 #pragma once
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,6 +37,7 @@ struct FeedProgress {
   uint64_t dropped = 0;    // rows dropped at the end to stay in step
   bool finished = false;   // this reader will hand out nothing more
   uint64_t producers_lost = 0;  // feeding tasks that died mid-partition
+  uint64_t duplicates = 0;  // rows dropped: an earlier attempt of their task delivered them
 };
 
 struct Watermark {
@@ -79,6 +84,8 @@ class FeedReader {
   // Pops one message (waiting at most `wait`); false if none came.
   Result<bool> PopOne(std::chrono::milliseconds wait);
   Status FinishPartition();
+  // Adds a tagged batch's rows that no earlier attempt delivered.
+  Status AddTagged(std::string message);
   // Drops the open inference partition (its producer is gone).
   void Abandon(const std::string& why);
   Status Report();
@@ -92,6 +99,8 @@ class FeedReader {
   uint64_t allowed_ = 0;  // rows every worker is known to have
   std::chrono::steady_clock::time_point last_report_{};
   uint64_t reported_taken_ = 0;
+  // Rows delivered so far of each (feed, partition) of tagged batches.
+  std::map<std::pair<uint64_t, int64_t>, uint64_t> tagged_rows_;
   // Inference partition state.
   std::unique_ptr<Ring> results_;
   int64_t partition_ = -1;

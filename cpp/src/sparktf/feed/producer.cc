@@ -12,7 +12,7 @@ constexpr milliseconds kDrainSlice{20};
 }  // namespace
 
 Result<std::unique_ptr<PartitionFeed>> PartitionFeed::Open(const std::string& input_ring,
-                                                           int64_t partition,
+                                                           uint64_t feed_id, int64_t partition,
                                                            const std::string& result_ring,
                                                            milliseconds timeout) {
   ASSIGN_OR_RETURN(auto input, Ring::Attach(input_ring, Ring::AttachFor::kBulk));
@@ -22,7 +22,7 @@ Result<std::unique_ptr<PartitionFeed>> PartitionFeed::Open(const std::string& in
     ASSIGN_OR_RETURN(results, Ring::Create(result_ring));
   }
   std::unique_ptr<PartitionFeed> feed(
-      new PartitionFeed(std::move(input), std::move(results), partition));
+      new PartitionFeed(std::move(input), std::move(results), feed_id, partition));
   if (feed->results_) {
     Marker begin{Marker::kBegin, partition, result_ring, 0};
     const std::string message = EncodeMarker(begin);
@@ -58,7 +58,16 @@ Status PartitionFeed::PushMessage(MessageParts message, milliseconds timeout) {
 Status PartitionFeed::Push(MessageParts batch, milliseconds timeout) {
   if (batch.empty()) return Status::InvalidArgument("empty feed batch");
   ASSIGN_OR_RETURN(uint64_t rows, BatchRows(batch[0]));  // the header comes first
-  RETURN_NOT_OK(PushMessage(batch, timeout));
+  if (results_ || feed_ == 0) {
+    RETURN_NOT_OK(PushMessage(batch, timeout));
+  } else {
+    const std::string tag = EncodeTag(BatchTag{feed_, partition_, rows_pushed_});
+    std::vector<std::string_view> tagged;
+    tagged.reserve(batch.size() + 1);
+    tagged.push_back(tag);
+    tagged.insert(tagged.end(), batch.begin(), batch.end());
+    RETURN_NOT_OK(PushMessage(tagged, timeout));
+  }
   rows_pushed_ += rows;
   return Status::OK();
 }

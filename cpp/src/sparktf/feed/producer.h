@@ -17,13 +17,16 @@ namespace sparktf::feed {
 class PartitionFeed {
  public:
   // Attaches to `input_ring`. With a non-empty `result_ring` (inference),
-  // creates that ring and announces it with a begin marker.
+  // creates that ring and announces it with a begin marker. Otherwise
+  // (training), a non-zero `feed` tags every batch with (feed, partition, its
+  // first row), so that the consumer drops rows that an earlier attempt of
+  // this feeding task delivered (stream.h, BatchTag); feed 0 tags nothing.
   // An inference partition that was not finished is abandoned: the consumer
   // is told (an abort marker) and drops its results.
   ~PartitionFeed();
 
   static Result<std::unique_ptr<PartitionFeed>> Open(const std::string& input_ring,
-                                                     int64_t partition,
+                                                     uint64_t feed, int64_t partition,
                                                      const std::string& result_ring,
                                                      std::chrono::milliseconds timeout);
 
@@ -44,14 +47,16 @@ class PartitionFeed {
   uint64_t result_rows() const { return result_rows_; }
 
  private:
-  PartitionFeed(std::unique_ptr<Ring> input, std::unique_ptr<Ring> results, int64_t partition)
-      : input_(std::move(input)), results_(std::move(results)), partition_(partition) {}
+  PartitionFeed(std::unique_ptr<Ring> input, std::unique_ptr<Ring> results, uint64_t feed,
+                int64_t partition)
+      : input_(std::move(input)), results_(std::move(results)), feed_(feed), partition_(partition) {}
   Status PushMessage(MessageParts message, std::chrono::milliseconds timeout);
   // Takes the results that are ready (waits up to `wait` for the first).
   Status DrainResults(std::chrono::milliseconds wait);
 
   std::unique_ptr<Ring> input_;
   std::unique_ptr<Ring> results_;  // null for training feeds
+  uint64_t feed_;  // tags training batches unless 0
   int64_t partition_;
   uint64_t rows_pushed_ = 0;
   uint64_t result_rows_ = 0;

@@ -74,6 +74,36 @@ Result<Marker> DecodeMarker(std::string_view message) {
   return m;
 }
 
+std::string EncodeTag(const BatchTag& tag) {
+  std::string out(kTagSize, '\0');
+  std::memcpy(out.data(), &kTagMagic, 4);
+  std::memcpy(out.data() + 8, &tag.feed, 8);
+  std::memcpy(out.data() + 16, &tag.partition, 8);
+  std::memcpy(out.data() + 24, &tag.first_row, 8);
+  return out;
+}
+
+bool IsTagged(std::string_view message) {
+  uint32_t magic = 0;
+  if (message.size() < 4) return false;
+  std::memcpy(&magic, message.data(), 4);
+  return magic == kTagMagic;
+}
+
+Result<BatchTag> DecodeTag(std::string_view message) {
+  uint32_t reserved = 1;
+  if (!IsTagged(message) || message.size() < kTagSize) {
+    return Status::InvalidArgument("not a tagged feed batch");
+  }
+  std::memcpy(&reserved, message.data() + 4, 4);
+  if (reserved != 0) return Status::InvalidArgument("tagged feed batch: reserved field not 0");
+  BatchTag tag;
+  std::memcpy(&tag.feed, message.data() + 8, 8);
+  std::memcpy(&tag.partition, message.data() + 16, 8);
+  std::memcpy(&tag.first_row, message.data() + 24, 8);
+  return tag;
+}
+
 Status ClassifyConsumerStop(Status st) {
   if (st.code() == StatusCode::kAborted &&
       st.message().find(kConsumerDoneReason) != std::string::npos) {
@@ -92,10 +122,17 @@ Result<uint64_t> BatchRows(std::string_view message) {
   return rows;
 }
 
-Status BatchAssembler::Add(std::string message) {
+Status BatchAssembler::Add(std::string message, size_t skip_bytes, uint64_t skip_rows) {
   Chunk c;
   c.data = std::move(message);
-  RETURN_NOT_OK(DecodeBatch(c.data, &c.rows, &c.columns));
+  if (skip_bytes > c.data.size()) return Status::InvalidArgument("feed batch shorter than its tag");
+  c.skip_bytes = skip_bytes;
+  RETURN_NOT_OK(DecodeBatch(std::string_view(c.data).substr(skip_bytes), &c.rows, &c.columns));
+  if (skip_rows > c.rows) {
+    return Status::InvalidArgument("cannot skip " + std::to_string(skip_rows) +
+                                   " rows of a feed batch of " + std::to_string(c.rows));
+  }
+  c.offset = skip_rows;
   if (schema_.empty()) {
     for (const auto& col : c.columns) {
       ColumnView s = col;
@@ -113,8 +150,8 @@ Status BatchAssembler::Add(std::string message) {
                                      now + "); every row fed must have the same structure");
     }
   }
-  if (c.rows == 0) return Status::OK();
-  rows_ += c.rows;
+  if (c.rows == c.offset) return Status::OK();
+  rows_ += c.rows - c.offset;
   chunks_.push_back(std::move(c));
   return Status::OK();
 }
@@ -132,6 +169,7 @@ Status BatchAssembler::Take(uint64_t n, std::string* out) {
   Chunk& front = chunks_.front();
   if (front.offset == 0 && front.rows == n) {  // a whole batch: no copy
     *out = std::move(front.data);
+    out->erase(0, front.skip_bytes);
     chunks_.pop_front();
     rows_ -= n;
     return Status::OK();

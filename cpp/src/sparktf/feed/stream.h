@@ -1,5 +1,6 @@
 // What travels through a feed ring (docs/formats/feed.md): columnar batches
-// ("STFB", batch.h) and partition markers ("STFM" + JSON) that bracket the
+// ("STFB", batch.h), training batches tagged with where their rows come from
+// ("STFT" + a batch), and partition markers ("STFM" + JSON) that bracket the
 // rows of one inference partition, so results can be matched to inputs.
 //
 // BatchAssembler buffers decoded batches and re-cuts them into batches of the
@@ -31,6 +32,25 @@ std::string EncodeMarker(const Marker& marker);
 bool IsMarker(std::string_view message);
 Result<Marker> DecodeMarker(std::string_view message);
 
+constexpr uint32_t kTagMagic = 0x54465453;  // bytes "STFT"
+constexpr size_t kTagSize = 32;
+
+// Where a training batch's rows come from: rows [first_row, first_row + rows)
+// of partition `partition` of feeding job `feed` (an id TFCluster draws per
+// feeding job). Every attempt of a feeding task pushes its partition from row
+// 0, in order, so the consumer can drop the rows an earlier attempt delivered.
+struct BatchTag {
+  uint64_t feed = 0;
+  int64_t partition = 0;
+  uint64_t first_row = 0;
+};
+
+// "u32 magic | u32 0 | u64 feed | i64 partition | u64 first_row"; the batch follows.
+std::string EncodeTag(const BatchTag& tag);
+bool IsTagged(std::string_view message);
+// The tag of a tagged message (InvalidArgument if short or the reserved field is not 0).
+Result<BatchTag> DecodeTag(std::string_view message);
+
 // The reason a consumer gives when it stops reading on purpose (terminate(),
 // or its function returned): producers then skip the rest of their data
 // (Cancelled) instead of failing (Aborted).
@@ -42,9 +62,10 @@ Status ClassifyConsumerStop(Status st);
 // have the same columns (names, dtypes, per-row shapes).
 class BatchAssembler {
  public:
-  // Adds one encoded batch. InvalidArgument if it is malformed or its columns
-  // differ from the first batch's.
-  Status Add(std::string message);
+  // Adds one encoded batch that starts `skip_bytes` into `message`, without its
+  // first `skip_rows` rows. InvalidArgument if it is malformed or its columns
+  // differ from the first batch's, or it has fewer than `skip_rows` rows.
+  Status Add(std::string message, size_t skip_bytes = 0, uint64_t skip_rows = 0);
   uint64_t rows() const { return rows_; }
   // Takes min(n, rows()) rows as one encoded batch (n > 0).
   Status Take(uint64_t n, std::string* out);
@@ -56,6 +77,7 @@ class BatchAssembler {
  private:
   struct Chunk {
     std::string data;
+    size_t skip_bytes = 0;  // before the batch
     uint64_t rows = 0;
     uint64_t offset = 0;  // rows already taken
     std::vector<ColumnView> columns;

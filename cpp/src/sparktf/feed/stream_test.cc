@@ -117,7 +117,7 @@ TEST(FeedReaderTest, TrainFeedEndsWhenInputCloses) {
   const std::string name = UniqueName("train");
   FeedReader reader(std::move(Ring::Create(name, 1 << 16)).ValueOrDie(), nullptr);
   std::thread producer([&] {
-    auto feed = std::move(PartitionFeed::Open(name, 0, "", 5s)).ValueOrDie();
+    auto feed = std::move(PartitionFeed::Open(name, 0, 0, "", 5s)).ValueOrDie();
     for (int i = 0; i < 100; i += 10) ASSERT_TRUE(feed->Push(MakeBatch(i, 10), 5s).ok());
     ASSERT_TRUE(feed->Finish(5s).ok());
     std::move(Ring::Attach(name)).ValueOrDie()->CloseInput();
@@ -149,7 +149,7 @@ TEST(FeedReaderTest, InferenceResultsReturnPerPartition) {
     }
   });
   for (int p = 0; p < 3; ++p) {
-    auto feed = std::move(PartitionFeed::Open(name, p, UniqueName("res"), 5s)).ValueOrDie();
+    auto feed = std::move(PartitionFeed::Open(name, 0, p, UniqueName("res"), 5s)).ValueOrDie();
     ASSERT_TRUE(feed->Push(MakeBatch(0, 10), 5s).ok());
     ASSERT_TRUE(feed->Push(MakeBatch(10, 5), 5s).ok());
     ASSERT_TRUE(feed->Finish(5s).ok());
@@ -173,7 +173,7 @@ TEST(FeedReaderTest, InferenceResultsReturnPerPartition) {
 TEST(FeedReaderTest, MissingResultsAreAnErrorAtThePartitionEnd) {
   const std::string name = UniqueName("short");
   FeedReader reader(std::move(Ring::Create(name, 1 << 16)).ValueOrDie(), nullptr);
-  auto feed = std::move(PartitionFeed::Open(name, 3, UniqueName("res"), 5s)).ValueOrDie();
+  auto feed = std::move(PartitionFeed::Open(name, 0, 3, UniqueName("res"), 5s)).ValueOrDie();
   ASSERT_TRUE(feed->Push(MakeBatch(0, 4), 5s).ok());
   std::thread finisher([&] { EXPECT_FALSE(feed->Finish(2s).ok()); });
   auto b = reader.Next(10, false, 5s);
@@ -193,7 +193,7 @@ TEST(FeedReaderTest, AbandonedInferencePartitionIsDroppedAndTheNextOneWorks) {
   const std::string name = UniqueName("abandon");
   FeedReader reader(std::move(Ring::Create(name, 1 << 16)).ValueOrDie(), nullptr);
   {
-    auto gone = std::move(PartitionFeed::Open(name, 0, UniqueName("res"), 5s)).ValueOrDie();
+    auto gone = std::move(PartitionFeed::Open(name, 0, 0, UniqueName("res"), 5s)).ValueOrDie();
     ASSERT_TRUE(gone->Push(MakeBatch(0, 4), 5s).ok());
   }  // destroyed unfinished: an abort marker follows its rows
   std::thread consumer([&] {
@@ -205,7 +205,7 @@ TEST(FeedReaderTest, AbandonedInferencePartitionIsDroppedAndTheNextOneWorks) {
     EXPECT_EQ(ids, (std::vector<int>{100, 101, 102}));
     ASSERT_TRUE(reader.PushResults(MakeBatch(7, 3), 5s).ok());
   });
-  auto next = std::move(PartitionFeed::Open(name, 1, UniqueName("res"), 5s)).ValueOrDie();
+  auto next = std::move(PartitionFeed::Open(name, 0, 1, UniqueName("res"), 5s)).ValueOrDie();
   ASSERT_TRUE(next->Push(MakeBatch(100, 3), 5s).ok());
   ASSERT_TRUE(next->Finish(5s).ok());
   consumer.join();
@@ -234,7 +234,7 @@ TEST(FeedReaderTest, LockstepStopsEveryWorkerAtTheSameStep) {
   FeedReader r0(std::move(Ring::Create(a, 1 << 20)).ValueOrDie(), sync_for(0));
   FeedReader r1(std::move(Ring::Create(b, 1 << 20)).ValueOrDie(), sync_for(1));
   auto feed = [](const std::string& ring, int rows) {
-    auto f = std::move(PartitionFeed::Open(ring, 0, "", 5s)).ValueOrDie();
+    auto f = std::move(PartitionFeed::Open(ring, 0, 0, "", 5s)).ValueOrDie();
     for (int i = 0; i < rows; i += 10) EXPECT_TRUE(f->Push(MakeBatch(i, 10), 5s).ok());
     EXPECT_TRUE(f->Finish(5s).ok());
     std::move(Ring::Attach(ring)).ValueOrDie()->CloseInput();
@@ -261,10 +261,115 @@ TEST(FeedReaderTest, LockstepStopsEveryWorkerAtTheSameStep) {
   EXPECT_TRUE(r0.progress().finished && r1.progress().finished);
 }
 
+TEST(TagTest, RoundTripsAndRejectsMalformed) {
+  const BatchTag t{0xfeedbeefcafeULL, -3, 12345};
+  const std::string enc = EncodeTag(t);
+  ASSERT_EQ(enc.size(), kTagSize);
+  auto got = DecodeTag(enc + MakeBatch(0, 1));
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->feed, t.feed);
+  EXPECT_EQ(got->partition, -3);
+  EXPECT_EQ(got->first_row, 12345u);
+  EXPECT_FALSE(IsTagged(MakeBatch(0, 1)));
+  EXPECT_FALSE(DecodeTag(enc.substr(0, kTagSize - 1)).ok());
+  std::string reserved = enc;
+  reserved[5] = 1;
+  EXPECT_EQ(DecodeTag(reserved).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(BatchAssemblerTest, AddSkipsBytesAndRows) {
+  BatchAssembler a;
+  ASSERT_TRUE(a.Add(EncodeTag({}) + MakeBatch(0, 10), kTagSize, 4).ok());
+  EXPECT_EQ(a.rows(), 6u);
+  std::string out;
+  ASSERT_TRUE(a.Take(6, &out).ok());
+  EXPECT_EQ(RowIds(out), (std::vector<int>{4, 5, 6, 7, 8, 9}));
+  ASSERT_TRUE(a.Add(EncodeTag({}) + MakeBatch(10, 3), kTagSize, 0).ok());
+  ASSERT_TRUE(a.Take(3, &out).ok());  // a whole batch, handed out without its tag
+  EXPECT_EQ(RowIds(out), (std::vector<int>{10, 11, 12}));
+  EXPECT_EQ(a.Add(MakeBatch(0, 2), 0, 3).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(a.Add(MakeBatch(0, 2), 1 << 20, 0).code(), StatusCode::kInvalidArgument);
+}
+
+// Drains a training reader whose input is closed: every row id handed out.
+std::vector<int> DrainTrain(FeedReader& reader) {
+  std::vector<int> ids;
+  while (true) {
+    auto b = reader.Next(16, false, 5s);
+    EXPECT_TRUE(b.ok()) << b.status().ToString();
+    if (!b.ok() || !*b) return ids;
+    auto got = RowIds(**b);
+    ids.insert(ids.end(), got.begin(), got.end());
+  }
+}
+
+std::vector<int> Range(int first, int n) {
+  std::vector<int> out(n);
+  for (int i = 0; i < n; ++i) out[i] = first + i;
+  return out;
+}
+
+TEST(FeedReaderTest, RetriedFeedingTaskDeliversEachRowOnce) {
+  const std::string name = UniqueName("retry");
+  FeedReader reader(std::move(Ring::Create(name, 1 << 20)).ValueOrDie(), nullptr);
+  {  // attempt 0 of partition 0 pushes 30 of its 100 rows, then dies
+    auto first = std::move(PartitionFeed::Open(name, 9, 0, "", 5s)).ValueOrDie();
+    for (int i = 0; i < 30; i += 10) ASSERT_TRUE(first->Push(MakeBatch(i, 10), 5s).ok());
+  }
+  // attempt 1 pushes all of it, in batches that straddle what attempt 0 delivered
+  auto retry = std::move(PartitionFeed::Open(name, 9, 0, "", 5s)).ValueOrDie();
+  for (int i = 0; i < 100; i += 7) ASSERT_TRUE(retry->Push(MakeBatch(i, std::min(7, 100 - i)), 5s).ok());
+  ASSERT_TRUE(retry->Finish(5s).ok());
+  // another partition of the job, and the same partition of another job, are their own
+  auto other = std::move(PartitionFeed::Open(name, 9, 1, "", 5s)).ValueOrDie();
+  ASSERT_TRUE(other->Push(MakeBatch(1000, 20), 5s).ok());
+  ASSERT_TRUE(other->Finish(5s).ok());
+  auto next_job = std::move(PartitionFeed::Open(name, 10, 0, "", 5s)).ValueOrDie();
+  ASSERT_TRUE(next_job->Push(MakeBatch(0, 20), 5s).ok());
+  ASSERT_TRUE(next_job->Finish(5s).ok());
+  std::move(Ring::Attach(name)).ValueOrDie()->CloseInput();
+
+  std::vector<int> want = Range(0, 100);
+  for (int i : Range(1000, 20)) want.push_back(i);
+  for (int i : Range(0, 20)) want.push_back(i);
+  EXPECT_EQ(DrainTrain(reader), want);
+  EXPECT_EQ(reader.progress().duplicates, 30u);
+  EXPECT_EQ(reader.progress().delivered, 140u);
+}
+
+TEST(FeedReaderTest, SpeculativeCopiesOfAFeedingTaskInterleaveIntoOneCopy) {
+  const std::string name = UniqueName("spec");
+  FeedReader reader(std::move(Ring::Create(name, 4 << 20)).ValueOrDie(), nullptr);
+  auto attempt = [&](int step) {
+    auto f = std::move(PartitionFeed::Open(name, 5, 2, "", 5s)).ValueOrDie();
+    for (int i = 0; i < 3000; i += step) {
+      ASSERT_TRUE(f->Push(MakeBatch(i, std::min(step, 3000 - i)), 5s).ok());
+    }
+    ASSERT_TRUE(f->Finish(5s).ok());
+  };
+  std::thread a(attempt, 11), b(attempt, 17);
+  a.join();
+  b.join();
+  std::move(Ring::Attach(name)).ValueOrDie()->CloseInput();
+  EXPECT_EQ(DrainTrain(reader), Range(0, 3000));
+  EXPECT_EQ(reader.progress().duplicates, 3000u);
+}
+
+TEST(FeedReaderTest, TaggedBatchAfterAGapIsDataLoss) {
+  const std::string name = UniqueName("gap");
+  FeedReader reader(std::move(Ring::Create(name, 1 << 16)).ValueOrDie(), nullptr);
+  auto ring = std::move(Ring::Attach(name)).ValueOrDie();
+  ASSERT_TRUE(ring->Push(EncodeTag({1, 0, 5}) + MakeBatch(5, 5), 1s).ok());
+  auto got = reader.Next(5, false, 2s);
+  EXPECT_EQ(got.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(got.status().message().find("starts at row 5"), std::string::npos)
+      << got.status().message();
+}
+
 TEST(FeedReaderTest, TerminateMakesProducersSkip) {
   const std::string name = UniqueName("term");
   FeedReader reader(std::move(Ring::Create(name, 1 << 16)).ValueOrDie(), nullptr);
-  auto feed = std::move(PartitionFeed::Open(name, 0, "", 5s)).ValueOrDie();
+  auto feed = std::move(PartitionFeed::Open(name, 0, 0, "", 5s)).ValueOrDie();
   ASSERT_TRUE(feed->Push(MakeBatch(0, 10), 5s).ok());
   ASSERT_TRUE(reader.Next(5, true, 1s).ok());
   reader.Terminate();

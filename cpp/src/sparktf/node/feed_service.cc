@@ -182,6 +182,7 @@ Status FeedServer::Session(Connection& conn, bool local) {
     return Status::InvalidArgument("expected FEED_OPEN {\"qname\", ...}");
   }
   const int64_t partition = JsonGetOr(j, "partition", int64_t{0});
+  const uint64_t feed_id = JsonGetOr(j, "feed", uint64_t{0});
   const bool inference = JsonGetOr(j, "inference", false);
   ASSIGN_OR_RETURN(std::string ring, FeedRingName(o_.cluster_id, o_.executor_id,
                                                   j["qname"].get<std::string>()));
@@ -239,7 +240,8 @@ Status FeedServer::Session(Connection& conn, bool local) {
     ASSIGN_OR_RETURN(result_ring, FeedRingName(o_.cluster_id, o_.executor_id,
                                                "r" + std::to_string(::getpid()) + "_" + std::to_string(n)));
   }
-  ASSIGN_OR_RETURN(auto feed, feed::PartitionFeed::Open(ring, partition, result_ring, o_.timeout));
+  ASSIGN_OR_RETURN(auto feed, feed::PartitionFeed::Open(ring, feed_id, partition, result_ring,
+                                                                 o_.timeout));
   auto forward = [&]() -> Status {
     for (const std::string& r : feed->TakeResults()) RETURN_NOT_OK(conn.Send(MessageType::kFeedResult, r));
     return Status::OK();
@@ -264,8 +266,9 @@ Status FeedServer::Session(Connection& conn, bool local) {
 
 Result<std::unique_ptr<FeedSession>> FeedSession::Open(const FeedTarget& target,
                                                        const std::string& token,
-                                                       const std::string& queue, int64_t partition,
-                                                       bool inference, milliseconds timeout) {
+                                                       const std::string& queue, uint64_t feed,
+                                                       int64_t partition, bool inference,
+                                                       milliseconds timeout) {
   Result<UniqueFd> unix_fd = Status::NotFound("not looked up");
   if (target.prefer_local) {
     unix_fd = ConnectUnixAbstract(FeedSocketName(target.cluster_id, target.executor_id));
@@ -280,7 +283,7 @@ Result<std::unique_ptr<FeedSession>> FeedSession::Open(const FeedTarget& target,
     return conn.status().WithContext("feed node " + std::to_string(target.executor_id));
   }
   std::unique_ptr<FeedSession> s(new FeedSession(std::move(*conn), timeout));
-  json open = {{"qname", queue}, {"partition", partition}, {"inference", inference}};
+  json open = {{"qname", queue}, {"feed", feed}, {"partition", partition}, {"inference", inference}};
   ASSIGN_OR_RETURN(Frame ready, s->conn_.Call(MessageType::kFeedOpen, open.dump(),
                                               MessageType::kFeedReady, timeout));
   json r = json::parse(ready.payload, nullptr, false);
@@ -294,7 +297,7 @@ Result<std::unique_ptr<FeedSession>> FeedSession::Open(const FeedTarget& target,
                                                  "t" + std::to_string(::getpid()) + "_" +
                                                      std::to_string(partition)));
     }
-    ASSIGN_OR_RETURN(s->local_feed_, feed::PartitionFeed::Open(r["ring"].get<std::string>(),
+    ASSIGN_OR_RETURN(s->local_feed_, feed::PartitionFeed::Open(r["ring"].get<std::string>(), feed,
                                                                partition, result_ring, timeout));
   }
   return s;

@@ -89,13 +89,15 @@ struct FeedTarget {
   bool prefer_local = true;  // use the Unix socket when the agent runs here
 };
 
-// A feeding task's partition, to one node.
+// A feeding task's partition, to one node. `feed` identifies the feeding job
+// (non-zero: the node drops rows that an earlier attempt of this partition's
+// task delivered; PartitionFeed::Open).
 class FeedSession {
  public:
   static Result<std::unique_ptr<FeedSession>> Open(const FeedTarget& target,
                                                    const std::string& token,
-                                                   const std::string& queue, int64_t partition,
-                                                   bool inference,
+                                                   const std::string& queue, uint64_t feed,
+                                                   int64_t partition, bool inference,
                                                    std::chrono::milliseconds timeout);
   bool local() const { return static_cast<bool>(local_feed_); }
   // Pushes one encoded batch (given as parts, header first). Cancelled when

@@ -56,7 +56,7 @@ class FeedServiceTest : public ::testing::TestWithParam<bool> {
 TEST_P(FeedServiceTest, TrainRowsArriveAndCloseEndsTheFeed) {
   feed::FeedReader reader(std::move(feed::Ring::Create(Ring("input"), 1 << 20)).ValueOrDie(),
                           nullptr);
-  auto session = FeedSession::Open(target_, "secret", "input", 0, false, 5s);
+  auto session = FeedSession::Open(target_, "secret", "input", 0, 0, false, 5s);
   ASSERT_TRUE(session.ok()) << session.status().ToString();
   EXPECT_EQ((*session)->local(), GetParam());
   for (int i = 0; i < 100; i += 20) ASSERT_TRUE((*session)->Push(Ints(i, 20)).ok());
@@ -73,6 +73,35 @@ TEST_P(FeedServiceTest, TrainRowsArriveAndCloseEndsTheFeed) {
   EXPECT_EQ(sum, 4950);
 }
 
+// A feeding task that Spark retries after it pushed part of its partition (through
+// either transport): its rows reach the node once.
+TEST_P(FeedServiceTest, RetriedPartitionReachesTheNodeOnce) {
+  feed::FeedReader reader(std::move(feed::Ring::Create(Ring("input"), 1 << 20)).ValueOrDie(),
+                          nullptr);
+  {
+    auto attempt0 = std::move(FeedSession::Open(target_, "secret", "input", 77, 3, false, 5s)).ValueOrDie();
+    for (int i = 0; i < 30; i += 10) ASSERT_TRUE(attempt0->Push(Ints(i, 10)).ok());
+  }  // dies without FEED_END
+  std::vector<int64_t> got;
+  auto first = reader.Next(30, true, 5s);  // what attempt 0 delivered
+  ASSERT_TRUE(first.ok() && *first) << first.status().ToString();
+  got = Values(**first);
+  auto attempt1 = std::move(FeedSession::Open(target_, "secret", "input", 77, 3, false, 5s)).ValueOrDie();
+  for (int i = 0; i < 100; i += 25) ASSERT_TRUE(attempt1->Push(Ints(i, 25)).ok());
+  ASSERT_TRUE(attempt1->Finish().ok());
+  ASSERT_TRUE(CloseFeed(target_, "secret", "input", 5s).ok());
+  while (true) {
+    auto b = reader.Next(16, false, 5s);
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    if (!*b) break;
+    for (int64_t v : Values(**b)) got.push_back(v);
+  }
+  std::vector<int64_t> want(100);
+  for (int i = 0; i < 100; ++i) want[i] = i;
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(reader.progress().duplicates, 30u);
+}
+
 TEST_P(FeedServiceTest, InferenceReturnsOneResultPerRowInOrder) {
   feed::FeedReader reader(std::move(feed::Ring::Create(Ring("input"), 1 << 20)).ValueOrDie(),
                           nullptr);
@@ -86,7 +115,7 @@ TEST_P(FeedServiceTest, InferenceReturnsOneResultPerRowInOrder) {
     }
   });
   for (int p = 0; p < 2; ++p) {
-    auto session = std::move(FeedSession::Open(target_, "secret", "input", p, true, 5s)).ValueOrDie();
+    auto session = std::move(FeedSession::Open(target_, "secret", "input", 0, p, true, 5s)).ValueOrDie();
     for (int i = 0; i < 40; i += 10) ASSERT_TRUE(session->Push(Ints(i, 10)).ok());
     ASSERT_TRUE(session->Finish().ok());
     std::vector<int64_t> got;
@@ -106,7 +135,7 @@ TEST_P(FeedServiceTest, InferenceReturnsOneResultPerRowInOrder) {
 TEST_P(FeedServiceTest, ConsumerFailureReachesTheFeedingTask) {
   auto reader = std::make_unique<feed::FeedReader>(
       std::move(feed::Ring::Create(Ring("input"), 1 << 16)).ValueOrDie(), nullptr);
-  auto session = std::move(FeedSession::Open(target_, "secret", "input", 0, false, 5s)).ValueOrDie();
+  auto session = std::move(FeedSession::Open(target_, "secret", "input", 0, 0, false, 5s)).ValueOrDie();
   ASSERT_TRUE(session->Push(Ints(0, 10)).ok());
   reader->Fail("map_fun failed: ValueError: boom");
   Status st;
@@ -118,7 +147,7 @@ TEST_P(FeedServiceTest, ConsumerFailureReachesTheFeedingTask) {
   // Once the TF process is gone, new sessions fail at once with the reason.
   reader.reset();
   server_->ConsumerExited("exited with code 1:\nValueError: boom");
-  auto again = FeedSession::Open(target_, "secret", "input", 1, false, 5s);
+  auto again = FeedSession::Open(target_, "secret", "input", 0, 1, false, 5s);
   EXPECT_EQ(again.status().code(), StatusCode::kAborted);
   EXPECT_NE(again.status().message().find("ValueError: boom"), std::string::npos);
 }
@@ -129,7 +158,7 @@ TEST_P(FeedServiceTest, ConsumerFailureReachesABlockedFeedingTaskWithin100Ms) {
   constexpr auto kPromise = 100ms, kMargin = 400ms;
   auto reader = std::make_unique<feed::FeedReader>(
       std::move(feed::Ring::Create(Ring("input"), 1 << 16)).ValueOrDie(), nullptr);
-  auto session = std::move(FeedSession::Open(target_, "secret", "input", 0, false, 5s)).ValueOrDie();
+  auto session = std::move(FeedSession::Open(target_, "secret", "input", 0, 0, false, 5s)).ValueOrDie();
   std::atomic<int64_t> failed_at{0};
   std::thread failer([&] {
     std::this_thread::sleep_for(500ms);  // the ring is full and nobody reads: Push blocks
@@ -149,9 +178,9 @@ TEST_P(FeedServiceTest, ConsumerFailureReachesABlockedFeedingTaskWithin100Ms) {
 }
 
 TEST_P(FeedServiceTest, WrongTokenAndBadQueueAreRefused) {
-  EXPECT_EQ(FeedSession::Open(target_, "wrong", "input", 0, false, 2s).status().code(),
+  EXPECT_EQ(FeedSession::Open(target_, "wrong", "input", 0, 0, false, 2s).status().code(),
             StatusCode::kUnauthenticated);
-  EXPECT_EQ(FeedSession::Open(target_, "secret", "../etc", 0, false, 2s).status().code(),
+  EXPECT_EQ(FeedSession::Open(target_, "secret", "../etc", 0, 0, false, 2s).status().code(),
             StatusCode::kInvalidArgument);
 }
 
