@@ -7,12 +7,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz --target record_reader_fuzz example_fuzz protocol_fuzz batch_fuzz pickle_fuzz \
+cmake --build --preset fuzz --target record_reader_fuzz example_fuzz protocol_fuzz batch_fuzz feed_reader_fuzz pickle_fuzz \
   uri_fuzz feed_service_fuzz agent_frames_fuzz
 corpus=build/fuzz/corpus
 crashes=build/fuzz/crashes
 mkdir -p "$corpus/record_reader_fuzz" "$corpus/example_fuzz" "$corpus/protocol_fuzz" \
-  "$corpus/batch_fuzz" "$corpus/pickle_fuzz" "$corpus/uri_fuzz" "$corpus/feed_service_fuzz" "$corpus/agent_frames_fuzz" \
+  "$corpus/batch_fuzz" "$corpus/feed_reader_fuzz" "$corpus/pickle_fuzz" "$corpus/uri_fuzz" "$corpus/feed_service_fuzz" "$corpus/agent_frames_fuzz" \
   "$crashes"
 .venv/bin/python - "$corpus" <<'PY'
 import os, sys, zlib, gzip
@@ -53,8 +53,22 @@ batch = (struct.pack("<IIQ", 0x42465453, 2, 2)
          + struct.pack("<BBHI", 3, 1, 1, 0) + struct.pack("<QQ", 2, 16) + b"y" + b"\0" * 7
          + struct.pack("<4f", 1, 2, 3, 4) + struct.pack("<2q", 5, 6))
 open(os.path.join(corpus, "batch_fuzz", "seed"), "wb").write(batch)
+tag = struct.pack("<IIQqQ", 0x54465453, 0, 7, 1, 0)  # feed 7, partition 1, first row 0
+open(os.path.join(corpus, "batch_fuzz", "tagged"), "wb").write(tag + batch)
+def messages(*parts):
+    return b"".join(struct.pack("<H", len(m)) + m for m in parts)
+tag2 = struct.pack("<IIQqQ", 0x54465453, 0, 7, 1, 1)  # the same partition, from row 1
+reader_seeds = {
+    "retry": messages(tag + batch, tag + batch, tag2 + batch),
+    "infer": messages(b"STFM" + b'{"kind": "begin", "partition": 0, "result_ring": "/none"}',
+                      batch, b"STFM" + b'{"kind": "end", "partition": 0, "rows": 2}'),
+    "abort": messages(batch, b"STFM" + b'{"kind": "abort", "partition": 3}', batch)}
+for name, data in reader_seeds.items():
+    open(os.path.join(corpus, "feed_reader_fuzz", name), "wb").write(data)
 feeds["data"] = (b"\x01" + frame(80, b'{"qname": "input", "partition": 1}') + frame(82, batch)
                  + frame(83, b"{}"))
+feeds["data-tagged"] = (b"\x01" + frame(80, b'{"qname": "input", "feed": 7, "partition": 1}')
+                        + frame(82, batch) + frame(82, batch) + frame(83, b"{}"))
 for name, data in feeds.items():
     open(os.path.join(corpus, "feed_service_fuzz", name), "wb").write(data)
 spec = (b'{"cluster_spec": {"worker": ["127.0.0.2:1", "127.0.0.3:2"]}, "job_name": "worker", '
@@ -80,7 +94,7 @@ for i, u in enumerate(uris):
     open(os.path.join(corpus, "uri_fuzz", f"seed{i}"), "wb").write(u.encode())
 PY
 status=0
-for target in record_reader_fuzz example_fuzz protocol_fuzz batch_fuzz pickle_fuzz uri_fuzz \
+for target in record_reader_fuzz example_fuzz protocol_fuzz batch_fuzz feed_reader_fuzz pickle_fuzz uri_fuzz \
     feed_service_fuzz agent_frames_fuzz; do
   echo "fuzz: $target for ${seconds}s"
   if ! build/fuzz/cpp/$target "$corpus/$target" -max_total_time="$seconds" -timeout=10 \

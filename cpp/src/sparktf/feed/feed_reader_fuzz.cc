@@ -1,0 +1,49 @@
+// libFuzzer target: a TF process's FeedReader reading whatever producers put in
+// its ring. The input is a sequence of messages, each "u16 length | bytes"
+// (batches, tagged batches, partition markers, or garbage), pushed into a new
+// ring; then the input is closed and the reader drains it in batches of 3 rows.
+// It must end with a value or an error, never crash or hang, and every row it
+// took in must be accounted for.
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "sparktf/feed/consumer.h"
+#include "sparktf/feed/ring.h"
+
+using namespace sparktf;
+using namespace sparktf::feed;
+using namespace std::chrono_literals;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static int n = 0;
+  const std::string name = "/sparktf-fz" + std::to_string(::getpid()) + "_" + std::to_string(n++);
+  auto ring = Ring::Create(name, 1 << 20);
+  if (!ring.ok()) __builtin_trap();
+  auto producer = Ring::Attach(name);
+  if (!producer.ok()) __builtin_trap();
+  size_t at = 0;
+  while (at + 2 <= size) {
+    uint16_t len;
+    std::memcpy(&len, data + at, 2);
+    at += 2;
+    len = static_cast<uint16_t>(std::min<size_t>(len, size - at));
+    if (!(*producer)->Push(std::string_view(reinterpret_cast<const char*>(data + at), len), 100ms).ok()) {
+      break;
+    }
+    at += len;
+  }
+  (*producer)->CloseInput();
+  (*producer)->Detach();
+  FeedReader reader(std::move(*ring), nullptr);
+  for (int i = 0; i < 10000; ++i) {
+    auto got = reader.Next(3, false, 200ms);
+    if (!got.ok() || !*got) break;
+  }
+  const FeedProgress& p = reader.progress();
+  if (p.consumed > p.delivered) __builtin_trap();
+  return 0;
+}
