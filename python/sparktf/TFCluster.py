@@ -33,7 +33,7 @@ import threading
 import time
 import typing
 
-from sparktf import _native, errors
+from sparktf import _native, errors, keras_version
 
 logger = logging.getLogger("sparktf")
 
@@ -378,7 +378,7 @@ def _node_task(meta: dict):
                 if jvm:
                     cmd += ["--watch-pid", str(jvm)]
             cmd += ["--", sys.executable, "-m", "sparktf.node", payload]
-            env = dict(os.environ, SPARKTF_TOKEN=meta["token"])
+            env = dict(os.environ, SPARKTF_TOKEN=meta["token"], **meta.get("node_env", {}))
             if spark_mode:
                 ring_prefix = _native.feed_ring_name(meta["feed_cluster_id"], executor_id, "x")
                 _start_detached(cmd, env, executor_id, meta["reservation_timeout"], tmp,
@@ -503,6 +503,12 @@ class TFCluster:
         not taken in full (_feed_epoch)."""
         from sparktf import feeding
 
+        _refuse_dstream(data, "cluster.train")
+        if int(num_epochs) < 0:
+            raise errors.InvalidArgument(f"num_epochs cannot be negative, got {num_epochs}")
+        if int(num_epochs) == 0:  # TFoS's default: "an arbitrarily large number for now"
+            logger.warning("sparktf: cluster.train(num_epochs=0) feeds 10 epochs, as TFoS did")
+            num_epochs = 10
         self._feed_meta(qname, feed_timeout)  # refuses bad arguments before anything runs
         self._restart_if_failed()
         if hasattr(data, "mapInArrow"):
@@ -760,10 +766,13 @@ class TFCluster:
             if time.monotonic() >= deadline:
                 return False
 
-    def shutdown(self, grace_secs: float = 0, timeout: float = 259200) -> None:
+    def shutdown(self, ssc=None, grace_secs: float = 0, timeout: float = 259200) -> None:
         """Waits for every worker to finish (then stops ps and evaluator nodes).
         Raises :class:`sparktf.errors.Aborted` with the failed node's traceback
-        if a node failed or was lost, DeadlineExceeded after `timeout` s."""
+        if a node failed or was lost, DeadlineExceeded after `timeout` s. `ssc` (TFoS's
+        Spark Streaming context) is refused: see _refuse_dstream."""
+        if ssc is not None:
+            _refuse_dstream(ssc, "cluster.shutdown(ssc)")
         if self._closed:
             return
         if self.input_mode == InputMode.SPARK:
@@ -785,6 +794,18 @@ class TFCluster:
         self._coordinator.shutdown()
         self._closed = True
         logger.info("sparktf: cluster shut down")
+
+
+def _refuse_dstream(data, what: str) -> None:
+    """Spark Streaming's DStream API (TFoS's streaming entry point) is deprecated in Spark
+    and not fed by sparktf: raises Unimplemented with the Structured Streaming equivalent."""
+    module = type(data).__module__ or ""
+    if module.startswith("pyspark.streaming"):
+        raise errors.Unimplemented(
+            f"{what} with a DStream / StreamingContext: sparktf feeds Structured Streaming "
+            "instead. Read the stream as a DataFrame (spark.readStream...) and feed each "
+            "micro-batch: query = cluster.train_stream(stream_df); ...; query.stop(); "
+            "cluster.shutdown()")
 
 
 class _FedEpoch(typing.NamedTuple):
@@ -820,7 +841,7 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
         input_mode=InputMode.TENSORFLOW, log_dir=None, driver_ps_nodes=False,
         master_node=None, reservation_timeout=600, queues=None, eval_node=False,
         release_port=True, heartbeat_timeout=10.0, restarts=0, restart_backoff=1.0,
-        progress_timeout=DEFAULT_PROGRESS_TIMEOUT):
+        progress_timeout=DEFAULT_PROGRESS_TIMEOUT, legacy_keras=None):
     """Starts a TensorFlow cluster on `num_executors` Spark executors and runs
     ``map_fun(tf_args, ctx)`` on each (TFoS's TFCluster.run). Returns once every
     node has its role; raises a clear error within seconds when Spark cannot
@@ -839,7 +860,13 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
 
     A node whose TF process's main thread does not move for `progress_timeout` s (a
     sleep or a deadlock in map_fun; a single TensorFlow step or compilation that long
-    counts too) fails like a dead one, named in the error; None turns this off."""
+    counts too) fails like a dead one, named in the error; None turns this off.
+
+    `legacy_keras`: True makes ``tf.keras`` Keras 2 (tf_keras) on the nodes, which
+    MultiWorkerMirroredStrategy needs (sparktf.compat's default); False keeps Keras 3, and a
+    Keras 3 fit/evaluate/predict under a multi-worker strategy then raises at once, naming
+    this switch; None (the default): True if the driver has TF_USE_LEGACY_KERAS=1, else
+    False (sparktf.keras_version)."""
     try:  # the standalone package loads faster on the node than pyspark's copy
         import cloudpickle
     except ImportError:
@@ -884,6 +911,7 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
                                                          "defaultFS": default_fs,
                                                          "queues": list(queues or ["input"])})),
         "feed_cluster_id": feed_cluster_id or None,
+        "node_env": keras_version.node_env(legacy_keras),
     }
     cluster = TFCluster(sc, coordinator, meta, num_executors, cluster_id, input_mode, log_dir,
                         token, queues, feed_cluster_id, restarts, restart_backoff)

@@ -11,7 +11,6 @@ reserved port, held open until :meth:`NodeContext.release_port`),
 
 from __future__ import annotations
 
-import getpass
 import json
 import os
 import shutil
@@ -161,6 +160,9 @@ class NodeContext:
         self.working_dir = working_dir or os.getcwd()
         self._port_fd = int(os.environ.get("SPARKTF_PORT_FD", "-1"))
         self._port_lock = threading.Lock()
+        # run(release_port=True): sparktf releases the port once TensorFlow listens, so to
+        # map_fun (as in TFoS) it is released already.
+        self._releases_port_itself = False
         self._coordinator = os.environ.get("SPARKTF_COORDINATOR", "")
         self._token = os.environ.get("SPARKTF_TOKEN", "")
         self._num_nodes = int(info.get("num_nodes", 0))
@@ -173,21 +175,34 @@ class NodeContext:
         return cls(json.loads(info), defaultFS=defaultFS)
 
     def absolute_path(self, path: str) -> str:
-        """A fully qualified URI for `path`, as TFoS's ctx.absolute_path resolves it:
-        URIs stay as they are; absolute paths go on the default filesystem; relative
-        paths go under the user's home on HDFS (/user/NAME) and under the working
-        directory on a local default filesystem."""
-        if "://" in path:
-            return path
-        default_fs = self.defaultFS.rstrip("/")
-        if default_fs.startswith("file:") or not default_fs:
-            if not path.startswith("/"):
-                path = os.path.join(self.working_dir, path)
-            return "file://" + path
-        if not path.startswith("/"):
-            user = os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
-            path = f"/user/{user}/{path}"
-        return default_fs + path
+        """A fully qualified URI for `path` (TFNode.hdfs_path)."""
+        from sparktf import TFNode
+
+        return TFNode.hdfs_path(self, path)
+
+    @property
+    def mgr(self) -> "FeedManager":
+        """TFoS's ``ctx.mgr``: pass it to ``TFNode.DataFeed(ctx.mgr, ...)``."""
+        return FeedManager(self)
+
+    @property
+    def tmp_socket(self):
+        """TFoS's ``ctx.tmp_socket``: the reservation of this node's port while it is held
+        (``getsockname()``, ``close()`` releases it), else None."""
+        held = self._port_fd >= 0 and not self._releases_port_itself
+        return ReservedPort(self) if held else None
+
+    def start_cluster_server(self, num_gpus: int = 1, rdma: bool = False):
+        """TFoS's TF1 helper; raises Unimplemented, naming the TF 2 way."""
+        from sparktf import TFNode
+
+        return TFNode.start_cluster_server(self, num_gpus, rdma)
+
+    def export_saved_model(self, sess, export_dir, tag_set, signatures):
+        """TFoS's TF1 helper; raises Unimplemented, naming the TF 2 way."""
+        from sparktf import TFNode
+
+        return TFNode.export_saved_model(sess, export_dir, tag_set, signatures)
 
     def release_port(self) -> None:
         """Releases the port reserved for this node. With run(..., release_port=True), the
@@ -230,17 +245,7 @@ class NodeContext:
         collective ops); only the chief writes to `export_dir`, the others to a
         temporary directory that is then removed. Returns the path written by
         this node's export, or None on non-chief nodes."""
-        target = export_dir if self.is_chief else tempfile.mkdtemp(prefix="sparktf-export-")
-        try:
-            if hasattr(model, "export"):
-                model.export(target)  # Keras 3: an inference SavedModel
-            else:
-                import tensorflow as tf
-
-                tf.saved_model.save(model, target)
-        finally:
-            if not self.is_chief:
-                shutil.rmtree(target, ignore_errors=True)
+        export_saved_model(model, export_dir, self.is_chief)
         return export_dir if self.is_chief else None
 
     def _feed(self, qname: str):
@@ -324,6 +329,59 @@ class NodeContext:
                 f"task_index={self.task_index}, num_workers={self.num_workers})")
 
 
+def export_saved_model(model, export_dir: str, is_chief: bool) -> None:
+    """Saves `model` (Keras 3 or 2, or a tf.Module) as a SavedModel with a serving_default
+    signature: in `export_dir` on the chief; elsewhere into a temporary directory, then
+    removed (every MultiWorkerMirrored worker must save: saving runs collective ops)."""
+    target = export_dir if is_chief else tempfile.mkdtemp(prefix="sparktf-export-")
+    try:
+        if hasattr(model, "export"):
+            model.export(target)  # Keras 3 and 2: an inference SavedModel
+        else:
+            import tensorflow as tf
+
+            tf.saved_model.save(model, target)
+    finally:
+        if not is_chief:
+            shutil.rmtree(target, ignore_errors=True)
+
+
+class FeedManager:
+    """What ``ctx.mgr`` is: TFoS passed its per-executor queue manager to
+    ``TFNode.DataFeed``; here it names the node whose feed rings DataFeed reads."""
+
+    def __init__(self, ctx: NodeContext):
+        self.ctx = ctx
+
+    def get(self, key: str):
+        """TFoS's state key: 'running' (this node's feed is read by DataFeed)."""
+        if key != "state":
+            raise errors.NotFound(f"ctx.mgr has no key {key!r} (only 'state')")
+        return "running"
+
+    def get_queue(self, qname: str):
+        raise errors.Unimplemented(
+            "ctx.mgr has no multiprocessing queues: feeds are shared-memory rings. Read "
+            f"queue {qname!r} with TFNode.DataFeed(ctx.mgr, train_mode, qname_in={qname!r}) "
+            "or ctx.get_data_feed(...)")
+
+
+class ReservedPort:
+    """What ``ctx.tmp_socket`` is while this node's port is reserved."""
+
+    def __init__(self, ctx: NodeContext):
+        self._ctx = ctx
+
+    def getsockname(self) -> tuple:
+        return ("0.0.0.0", int(os.environ.get("SPARKTF_PORT", "0")))
+
+    def fileno(self) -> int:
+        return self._ctx._port_fd
+
+    def close(self) -> None:
+        self._ctx.release_port()
+
+
 def _write_error(text: str) -> None:
     path = os.environ.get("SPARKTF_ERROR_FILE")
     if path:
@@ -331,13 +389,16 @@ def _write_error(text: str) -> None:
             f.write(text)
 
 
-class _RegisterFilesystemsAfterTensorFlow:
-    """A meta-path finder that registers sparktf's TensorFlow filesystem plugin
-    (``sparktf.tf``) right after ``tensorflow`` is imported, so that map_fun reads
-    hdfs:// and s3:// without importing TensorFlow in nodes that never use it."""
+class _AfterImport:
+    """A meta-path finder that runs `hook(module)` right after the module `name` is
+    imported (once), so that a node prepares TensorFlow or Keras without importing them
+    when map_fun never does."""
+
+    def __init__(self, name: str, hook):
+        self.name, self.hook = name, hook
 
     def find_spec(self, name, path=None, target=None):
-        if name != "tensorflow":
+        if name != self.name:
             return None
         import importlib.machinery
 
@@ -349,24 +410,35 @@ class _RegisterFilesystemsAfterTensorFlow:
 
         def exec_module(module):
             run(module)
-            _register_tf_filesystems()
+            self.hook(module)
 
         spec.loader.exec_module = exec_module
         return spec
 
 
-def _register_tf_filesystems() -> None:
+def _after_import(name: str, hook) -> None:
+    """hook(module) once `name` is imported: now if it is, else right after its import."""
+    if name in sys.modules:
+        hook(sys.modules[name])
+    else:
+        sys.meta_path.insert(0, _AfterImport(name, hook))
+
+
+def _register_tf_filesystems(_tensorflow=None) -> None:
+    """Registers sparktf's TensorFlow filesystem plugin (``sparktf.tf``: hdfs://, s3://)."""
     try:
         import sparktf.tf  # noqa: F401 - registers on import
     except errors.NotFound as e:  # built without TensorFlow's headers
         sys.stderr.write(f"sparktf: no hdfs:// or s3:// for TensorFlow: {e}\n")
 
 
-def _register_filesystems_when_tensorflow_loads() -> None:
-    if "tensorflow" in sys.modules:
-        _register_tf_filesystems()
-    else:
-        sys.meta_path.insert(0, _RegisterFilesystemsAfterTensorFlow())
+def _prepare_imports() -> None:
+    """What the node does to TensorFlow and Keras when map_fun imports them."""
+    from sparktf import keras_version
+
+    _after_import("tensorflow", _register_tf_filesystems)
+    if os.environ.get(keras_version.CHECK_ENV) == "1":
+        _after_import(keras_version.KERAS3_TRAINER, keras_version.refuse_multi_worker)
 
 
 # The pipe to this node's agent (SPARKTF_STATUS_FD): "progress" and "done" lines.
@@ -460,12 +532,13 @@ def main(argv: list[str]) -> int:
                 payload = f.read()
         finally:
             os.unlink(argv[0])  # even if unreadable: nothing of the node stays on disk
+        _prepare_imports()  # unpickling map_fun may import TensorFlow already
         map_fun, tf_args, options = pickle.loads(payload)
         _report_progress()
         ctx = NodeContext.from_env(defaultFS=options.get("defaultFS", "file://"))
-        _register_filesystems_when_tensorflow_loads()
         _open_feeds(ctx, options.get("queues") or ["input"])
         if options.get("release_port", True):
+            ctx._releases_port_itself = True
             ctx._release_port_once_listening()
         map_fun(tf_args, ctx)
         ctx.release_port()

@@ -1,0 +1,26 @@
+"""TFoS's ``compat`` module (``from tensorflowonspark import compat``): the helpers its
+Keras examples call, for TensorFlow 2."""
+
+from __future__ import annotations
+
+
+def export_saved_model(model, export_dir: str, is_chief: bool = False) -> None:
+    """Saves `model` as a SavedModel in `export_dir` on the chief; every worker must call
+    it (the others save to a temporary directory that is then removed)."""
+    from sparktf import node
+
+    node.export_saved_model(model, export_dir, is_chief)
+
+
+def disable_auto_shard(options) -> None:
+    """Turns off tf.data's auto-sharding in `options` (a tf.data.Options)."""
+    import tensorflow as tf
+
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+
+
+def is_gpu_available() -> bool:
+    """Whether TensorFlow sees a GPU on this machine."""
+    import tensorflow as tf
+
+    return len(tf.config.list_physical_devices("GPU")) > 0
