@@ -430,6 +430,7 @@ class TFCluster:
         # SPARK mode: the epochs fed to this generation, oldest first, each with the rows
         # every fed node had been sent once it was fed (cumulative): what a restart re-feeds.
         self._fed_epochs: list[_FedEpoch] = []
+        self._streams: list = []  # train_stream's queries
         self._queues = [q for q in (queues or ["input"]) if q not in ("output", "error")]
         self.dropped_records = 0
 
@@ -500,10 +501,13 @@ class TFCluster:
         rows are skipped when a consumer stopped reading (terminate()). With
         restarts (TFCluster.run), a node's failure restarts the cluster, and train()
         carries on: the new generation is fed again from the first epoch a node had
-        not taken in full (_feed_epoch)."""
+        not taken in full (_feed_epoch). A streaming DataFrame is fed as it arrives
+        (train_stream; returns its StreamingQuery); a DStream is refused, naming that."""
         from sparktf import feeding
 
         _refuse_dstream(data, "cluster.train")
+        if getattr(data, "isStreaming", False):
+            return self.train_stream(data, feed_timeout, qname)
         if int(num_epochs) < 0:
             raise errors.InvalidArgument(f"num_epochs cannot be negative, got {num_epochs}")
         if int(num_epochs) == 0:  # TFoS's default: "an arbitrarily large number for now"
@@ -576,7 +580,20 @@ class TFCluster:
                 key = (qname, partition % workers)
                 sent[key] = sent.get(key, 0) + pushed
             self._fed_epochs.append(_FedEpoch(make_job, qname, feed_timeout, what, sent))
+            self._forget_taken_epochs()
             return stats
+
+    def _forget_taken_epochs(self) -> None:
+        """Drops the records of the first epochs every node has taken in full (a restart
+        never feeds them again), so that a long stream of train() calls (train_stream's
+        micro-batches) keeps a short list."""
+        if len(self._fed_epochs) < 2:
+            return
+        taken = self._taken()
+        keep = next((i for i, e in enumerate(self._fed_epochs)
+                     if any(taken.get(k, 0) < n for k, n in e.sent.items())),
+                    len(self._fed_epochs) - 1)
+        del self._fed_epochs[:keep]
 
     def _taken(self) -> dict:
         """{(queue, feed index): rows taken or dropped} by each fed node, as its TF process
@@ -606,6 +623,32 @@ class TFCluster:
                            len(fed) - first)
         for e in fed[first:]:
             self._feed_epoch(e.make_job, e.qname, e.feed_timeout, e.what + " (again)")
+
+    def train_stream(self, stream_df, feed_timeout: float = 600, qname: str = "input",
+                     trigger: dict | None = None, checkpoint_location: str | None = None):
+        """Feeds a Structured Streaming DataFrame to the training workers as it arrives:
+        each micro-batch is fed once, like a train() call (foreachBatch), and training
+        carries on across micro-batches. Returns the StreamingQuery; ``query.stop()`` ends
+        the feeding, and shutdown() then ends the nodes' feeds (it stops a query still
+        running first). `trigger`: DataStreamWriter.trigger's arguments, e.g.
+        {"processingTime": "5 seconds"}."""
+        if not getattr(stream_df, "isStreaming", False):
+            raise errors.InvalidArgument("train_stream takes a streaming DataFrame "
+                                         "(spark.readStream...); use train() for the rest")
+        self._feed_meta(qname, feed_timeout)  # refuses bad arguments before anything runs
+
+        def feed_micro_batch(batch_df, batch_id):
+            stats = self.train(batch_df, 1, feed_timeout, qname)
+            logger.info("sparktf: micro-batch %d: %d rows fed", batch_id, stats["rows"])
+
+        writer = stream_df.writeStream.foreachBatch(feed_micro_batch)
+        if trigger:
+            writer = writer.trigger(**trigger)
+        if checkpoint_location:
+            writer = writer.option("checkpointLocation", checkpoint_location)
+        query = writer.start()
+        self._streams.append(query)
+        return query
 
     def inference(self, rdd, feed_timeout: float = 600, qname: str = "input"):
         """An RDD of results: partition i holds the results of input partition
@@ -775,6 +818,11 @@ class TFCluster:
             _refuse_dstream(ssc, "cluster.shutdown(ssc)")
         if self._closed:
             return
+        for query in self._streams:
+            if query.isActive:
+                logger.warning("sparktf: shutdown() stops streaming query %s, which feeds "
+                               "this cluster", query.name or query.id)
+                query.stop()
         if self.input_mode == InputMode.SPARK:
             self._close_feeds()
         if not self.wait(timeout):
@@ -804,8 +852,8 @@ def _refuse_dstream(data, what: str) -> None:
         raise errors.Unimplemented(
             f"{what} with a DStream / StreamingContext: sparktf feeds Structured Streaming "
             "instead. Read the stream as a DataFrame (spark.readStream...) and feed each "
-            "micro-batch: query = cluster.train_stream(stream_df); ...; query.stop(); "
-            "cluster.shutdown()")
+            "micro-batch: query = cluster.train(stream_df) (or train_stream); ...; "
+            "query.stop(); cluster.shutdown()")
 
 
 class _FedEpoch(typing.NamedTuple):

@@ -253,7 +253,7 @@ def feed_arrow_partition(meta: dict):
 def infer_rdd_partition(meta: dict, pickled: bool = False):
     """mapPartitionsWithIndex function of cluster.inference (with `pickled`,
     on the RDD's pickled_batches): yields the results of the partition, in the
-    order of its rows."""
+    order of its rows (a result that is an array comes as a numpy array, as in TFoS)."""
 
     def infer(index, items):
         from sparktf import _native
@@ -272,7 +272,7 @@ def infer_rdd_partition(meta: dict, pickled: bool = False):
         count = 0
         for raw in results:
             _, columns = _native.decode_batch(raw)
-            rows_out = _rows_of(columns)
+            rows_out = _rows_of(columns, arrays_as_numpy=True)
             count += len(rows_out)
             yield from rows_out
         if count != pushed:

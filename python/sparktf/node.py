@@ -58,9 +58,12 @@ def _close_feeds(failure: str | None) -> None:
     _feeds.clear()
 
 
-def _rows_of(columns: dict) -> list:
-    """Decoded columns back to a list of rows (one value, or a tuple)."""
-    cols = [c.tolist() if hasattr(c, "tolist") else c for c in columns.values()]
+def _rows_of(columns: dict, arrays_as_numpy: bool = False) -> list:
+    """Decoded columns back to a list of rows (one value, or a tuple): numbers as Python
+    numbers, per-row arrays as lists, or with `arrays_as_numpy` as numpy arrays (what
+    TFoS's inference returned for a model's array outputs)."""
+    cols = [list(c) if arrays_as_numpy and getattr(c, "ndim", 1) > 1 else
+            c.tolist() if hasattr(c, "tolist") else c for c in columns.values()]
     if len(cols) == 1:
         return cols[0]
     return list(zip(*cols))
@@ -329,13 +332,17 @@ class NodeContext:
                 f"task_index={self.task_index}, num_workers={self.num_workers})")
 
 
-def export_saved_model(model, export_dir: str, is_chief: bool) -> None:
+def export_saved_model(model, export_dir: str, is_chief: bool,
+                       keras2_as_tfos: bool = False) -> None:
     """Saves `model` (Keras 3 or 2, or a tf.Module) as a SavedModel with a serving_default
     signature: in `export_dir` on the chief; elsewhere into a temporary directory, then
-    removed (every MultiWorkerMirrored worker must save: saving runs collective ops)."""
+    removed (every MultiWorkerMirrored worker must save: saving runs collective ops).
+    `keras2_as_tfos`: a Keras 2 model goes through tf.saved_model.save, as TFoS saved it
+    (signature keys named after its layers) instead of its export() (output_0, ...)."""
     target = export_dir if is_chief else tempfile.mkdtemp(prefix="sparktf-export-")
+    keras3 = type(model).__module__.startswith("keras.")
     try:
-        if hasattr(model, "export"):
+        if hasattr(model, "export") and (keras3 or not keras2_as_tfos):
             model.export(target)  # Keras 3 and 2: an inference SavedModel
         else:
             import tensorflow as tf

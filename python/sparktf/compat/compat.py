@@ -6,10 +6,13 @@ from __future__ import annotations
 
 def export_saved_model(model, export_dir: str, is_chief: bool = False) -> None:
     """Saves `model` as a SavedModel in `export_dir` on the chief; every worker must call
-    it (the others save to a temporary directory that is then removed)."""
+    it (the others save to a temporary directory that is then removed). A Keras 2 model
+    is saved as TFoS saved it (``model.save(dir, save_format="tf")``: the serving_default
+    signature names its inputs and outputs after the layers, e.g. conv2d_input and
+    dense_1); a Keras 3 model with ``model.export``."""
     from sparktf import node
 
-    node.export_saved_model(model, export_dir, is_chief)
+    node.export_saved_model(model, export_dir, is_chief, keras2_as_tfos=True)
 
 
 def disable_auto_shard(options) -> None:
