@@ -87,7 +87,8 @@ def digits_estimator_train(args, ctx):
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
     with strategy.scope():
         model = tf.keras.Sequential([
-            tf.keras.layers.Rescaling(1 / 16.0, input_shape=(64,), name="scale"),
+            tf.keras.Input((64,), name="image"),
+            tf.keras.layers.Rescaling(1 / 16.0, name="scale"),
             tf.keras.layers.Dense(32, activation="relu", name="hidden"),
             tf.keras.layers.Dense(10, activation="softmax", name="probs")])
         model.compile(optimizer=tf.keras.optimizers.Adam(0.01),
@@ -98,4 +99,5 @@ def digits_estimator_train(args, ctx):
     model.fit(data, epochs=1, steps_per_epoch=ctx.UNTIL_END_OF_FEED, verbose=0)
     compat.export_saved_model(model, args.export_dir, ctx.is_chief)
     with open(os.path.join(args.out, f"train-{ctx.executor_id}.json"), "w") as f:
-        json.dump({"epochs": args.epochs, "steps": args.steps, "lr_note": args.note}, f)
+        json.dump({"epochs": args.epochs, "steps": args.steps, "note": args.note,
+                   "batch_size": args.batch_size}, f)

@@ -201,10 +201,13 @@ class _ReadWrite(MLWritable, MLReadable):
 
 @_with_params("input_mapping", "cluster_size", "num_ps", "driver_ps_nodes", "input_mode",
               "master_node", "protocol", "grace_secs", "tensorboard", "model_dir",
-              "export_dir", "tfrecord_dir", "batch_size", "epochs", "readers", "steps")
+              "export_dir", "tfrecord_dir", "batch_size", "epochs", "readers", "steps",
+              "output_mapping", "signature_def_key", "tag_set")
 class TFEstimator(Estimator, _TFParams, _ReadWrite):
     """Trains with ``train_fn(args, ctx)`` on a sparktf cluster of `cluster_size` nodes
-    and returns a TFModel with the same args and params (TFoS's TFEstimator).
+    and returns a TFModel with the same args and params (TFoS's TFEstimator; beyond
+    TFoS, output_mapping, signature_def_key and tag_set pass on to the model, so that a
+    fitted model transforms without more setup, e.g. inside CrossValidator).
 
     InputMode.SPARK (the default): the DataFrame's input_mapping columns (sorted by name)
     are fed `epochs` times; train_fn reads them with ``ctx.get_data_feed()`` /
@@ -225,7 +228,8 @@ class TFEstimator(Estimator, _TFParams, _ReadWrite):
                          input_mode=1, master_node="chief", protocol="grpc",
                          tensorboard=False, model_dir=None, export_dir=None,
                          tfrecord_dir=None, batch_size=100, epochs=1, readers=1, steps=1000,
-                         grace_secs=30)
+                         grace_secs=30, output_mapping={}, signature_def_key="serving_default",
+                         tag_set=None)
 
     def _constructor_state(self):
         return (self.train_fn, self.args)
@@ -314,13 +318,17 @@ class TFModel(Model, _TFParams, _ReadWrite):
         key = self.getSignatureDefKey() or "serving_default"
         tags = self.getTagSet()
         signature = read_signature(export_dir, key, tags)
-        for what, names, have in (("input", inputs.values(), signature["inputs"]),
-                                  ("output", outputs, signature["outputs"])):
-            unknown = [n for n in names if n not in have]
-            if unknown:
-                raise errors.InvalidArgument(
-                    f"{what}s {unknown} are not in signature {key!r} of {export_dir} (it has "
-                    f"{sorted(have)})")
+        # Columns mapped to tensors the signature does not take (the label a TFEstimator
+        # was fed) are not inputs; every input of the signature needs a column.
+        inputs = {c: t for c, t in inputs.items() if t in signature["inputs"]}
+        unfed = sorted(set(signature["inputs"]) - set(inputs.values()))
+        unknown = [t for t in outputs if t not in signature["outputs"]]
+        if unfed or unknown:
+            raise errors.InvalidArgument(
+                f"signature {key!r} of {export_dir} takes inputs {sorted(signature['inputs'])}"
+                f" and has outputs {sorted(signature['outputs'])}: "
+                + (f"input_mapping feeds none of {unfed}; " if unfed else "")
+                + (f"output_mapping names {unknown}" if unknown else ""))
         taken = [c for c in outputs.values() if c in dataset.columns]
         if taken:
             raise errors.InvalidArgument(f"output columns {taken} exist in the DataFrame")
