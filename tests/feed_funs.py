@@ -154,3 +154,18 @@ def squares_dies_once(args, ctx):
     if ctx.restart_count == 0 and ctx.task_index == 1:
         os.kill(os.getpid(), signal.SIGKILL)
     squares(args, ctx)
+
+
+def two_queues(args, ctx):
+    """Reads the "validation" queue to its end, then "input" to its end."""
+    seen = {}
+    for q in ("validation", "input"):
+        feed = ctx.get_data_feed(qname_in=q)
+        rows, total = 0, 0.0
+        while not feed.should_stop():
+            batch = feed.next_batch(50)
+            rows += len(batch)
+            total += sum(float(r) for r in batch)
+        seen[q] = [rows, total]
+    with open(os.path.join(args["out"], f"node-{ctx.executor_id}.json"), "w") as f:
+        json.dump(seen, f)

@@ -98,6 +98,26 @@ def test_a_retried_feeding_task_delivers_each_row_once(spark, tmp_path, transpor
     assert sum(r["progress"]["duplicates"] for r in seen.values()) >= 1000
 
 
+def test_a_validation_queue_next_to_the_training_feed_has_its_own_end(spark, tmp_path,
+                                                                      clean_after):
+    sc = spark.sparkContext
+    cluster = TFCluster.run(sc, feed_funs.two_queues, {"out": str(tmp_path)}, 2,
+                            input_mode=SPARK, queues=["input", "validation"])
+    cluster.train(sc.parallelize([float(i) for i in range(100)], 4), qname="validation")
+    cluster.end_feed("validation")  # the nodes finish reading it; "input" is still open
+    with pytest.raises(errors.InvalidArgument, match="was ended"):
+        cluster.train(sc.parallelize([1.0], 1), qname="validation")
+    with pytest.raises(errors.InvalidArgument, match="unknown queue 'other'"):
+        cluster.end_feed("other")
+    cluster.train(sc.parallelize([float(i) for i in range(1000)], 4), num_epochs=2)
+    cluster.shutdown(timeout=120)
+    seen = list(node_results(tmp_path).values())
+    assert sum(r["validation"][0] for r in seen) == 100
+    assert sum(r["validation"][1] for r in seen) == sum(range(100))
+    assert sum(r["input"][0] for r in seen) == 2000
+    assert sum(r["input"][1] for r in seen) == 2 * sum(range(1000))
+
+
 def test_train_from_dataframe_with_arrow(spark, tmp_path, clean_after):
     from pyspark.sql import functions as F
 

@@ -427,6 +427,7 @@ class TFCluster:
         self._feed_base = feed_cluster_id
         self._feed_cluster_id = ""
         self._feeds_closed = False
+        self._ended_queues: set = set()  # end_feed
         # SPARK mode: the epochs fed to this generation, oldest first, each with the rows
         # every fed node had been sent once it was fed (cumulative): what a restart re-feeds.
         self._fed_epochs: list[_FedEpoch] = []
@@ -513,6 +514,7 @@ class TFCluster:
         if int(num_epochs) == 0:  # TFoS's default: "an arbitrarily large number for now"
             logger.warning("sparktf: cluster.train(num_epochs=0) feeds 10 epochs, as TFoS did")
             num_epochs = 10
+        self._refuse_ended(qname)
         self._feed_meta(qname, feed_timeout)  # refuses bad arguments before anything runs
         self._restart_if_failed()
         if hasattr(data, "mapInArrow"):
@@ -623,6 +625,8 @@ class TFCluster:
                            len(fed) - first)
         for e in fed[first:]:
             self._feed_epoch(e.make_job, e.qname, e.feed_timeout, e.what + " (again)")
+        for qname in sorted(self._ended_queues):  # they end in the new generation too
+            self._close_queue(qname, 60)
 
     def train_stream(self, stream_df, feed_timeout: float = 600, qname: str = "input",
                      trigger: dict | None = None, checkpoint_location: str | None = None):
@@ -635,6 +639,7 @@ class TFCluster:
         if not getattr(stream_df, "isStreaming", False):
             raise errors.InvalidArgument("train_stream takes a streaming DataFrame "
                                          "(spark.readStream...); use train() for the rest")
+        self._refuse_ended(qname)
         self._feed_meta(qname, feed_timeout)  # refuses bad arguments before anything runs
 
         def feed_micro_batch(batch_df, batch_id):
@@ -655,6 +660,7 @@ class TFCluster:
         i, in order, one per row (TFoS's cluster.inference). Lazy, like any
         RDD; a consumer that returns a different number of results fails the
         job with a clear error."""
+        self._refuse_ended(qname)
         self._feed_meta(qname, feed_timeout)  # refuses bad arguments before anything runs
         self._restart_if_failed()
         meta = self._feed_meta(qname, feed_timeout)
@@ -665,17 +671,35 @@ class TFCluster:
         return source.mapPartitionsWithIndex(
             feeding.infer_rdd_partition(meta, pickled is not None), preservesPartitioning=True)
 
+    def end_feed(self, qname: str, timeout: float = 60) -> None:
+        """Ends the feed of queue `qname` on every node: their DataFeed / ctx.dataset of
+        it reaches its end of data once they have read what was fed, while the other
+        queues go on (e.g. a validation feed next to the training feed). shutdown() ends
+        every queue not ended before."""
+        self._refuse_ended(qname)
+        self._feed_meta(qname, timeout)  # refuses bad arguments
+        self._restart_if_failed()
+        self._ended_queues.add(qname)
+        self._close_queue(qname, timeout)
+
+    def _refuse_ended(self, qname: str) -> None:
+        if qname in self._ended_queues:
+            raise errors.InvalidArgument(f"the feed of queue {qname!r} was ended (end_feed)")
+
     def _close_feeds(self, timeout: float = 60) -> None:
         self._feeds_closed = True
         for qname in self._queues:
-            meta = self._feed_meta(qname, timeout)
-            for t in meta["targets"]:
-                try:
-                    _native.close_feed(self._feed_cluster_id, t["executor_id"], t["host"],
-                                       t["feed_port"], self._token, qname, timeout)
-                except errors.SparktfError as e:  # a node that already ended
-                    logger.info("sparktf: closing feed %s of node %d: %s", qname,
-                                t["executor_id"], e)
+            self._close_queue(qname, timeout)
+
+    def _close_queue(self, qname: str, timeout: float) -> None:
+        """Closes `qname`'s ring input on every node of the current generation."""
+        for t in self._feed_meta(qname, timeout)["targets"]:
+            try:
+                _native.close_feed(self._feed_cluster_id, t["executor_id"], t["host"],
+                                   t["feed_port"], self._token, qname, timeout)
+            except errors.SparktfError as e:  # a node that already ended
+                logger.info("sparktf: closing feed %s of node %d: %s", qname,
+                            t["executor_id"], e)
 
     def feed_stats(self) -> dict:
         """Per queue: rows delivered, consumed and dropped (to keep workers in
