@@ -112,7 +112,10 @@ def test_multi_worker_mirrored_training(spark, digits, tmp_path, master_node):
     assert wait_no_node_processes() == []
 
 
-def test_parameter_server_strategy(spark, digits, tmp_path):
+@pytest.mark.parametrize("ps_on_driver", [False, True])
+def test_parameter_server_strategy(spark, digits, tmp_path, ps_on_driver):
+    """With driver_ps_nodes=True (TFoS's), the ps runs on the driver: 3 of the 4 nodes
+    run on executors."""
     data, x_test, y_test = digits
     export = str(tmp_path / "export")
     from sparktf import records
@@ -120,7 +123,10 @@ def test_parameter_server_strategy(spark, digits, tmp_path):
     args = {"files": records.list_files(data), "rounds": 6, "export": export,
             "out": str(tmp_path)}
     cluster = TFCluster.run(spark.sparkContext, cluster_funs.ps_train, args, 4, num_ps=1,
-                            master_node="chief", reservation_timeout=120)
+                            master_node="chief", reservation_timeout=120,
+                            driver_ps_nodes=ps_on_driver)
+    where = {n["job_name"]: n["spark_executor"] for n in cluster.status()["nodes"]}
+    assert (where["ps"] == "") == ps_on_driver and where["chief"] != ""
     cluster.shutdown(timeout=600)  # the chief finishes; ps and workers are stopped
     chief = json.load(open(tmp_path / "chief.json"))
     assert chief["cluster"]["task"] == {"type": "chief", "index": 0}
@@ -323,8 +329,13 @@ def test_a_node_that_makes_no_progress_fails_and_is_named(spark, tmp_path):
 
 def test_bad_arguments_are_refused_before_anything_starts(spark):
     sc = spark.sparkContext
-    with pytest.raises(errors.InvalidArgument, match="driver_ps_nodes=True is not supported"):
-        TFCluster.run(sc, cluster_funs.roles, "/tmp", 2, num_ps=1, driver_ps_nodes=True)
+    with pytest.raises(errors.InvalidArgument, match="needs num_ps >= 1 and InputMode"):
+        TFCluster.run(sc, cluster_funs.roles, "/tmp", 2, num_ps=1, driver_ps_nodes=True,
+                      input_mode=TFCluster.InputMode.SPARK)
+    with pytest.raises(errors.InvalidArgument, match="needs num_ps >= 1"):
+        TFCluster.run(sc, cluster_funs.roles, "/tmp", 2, driver_ps_nodes=True)
+    with pytest.raises(errors.InvalidArgument, match="no node is left"):
+        TFCluster.run(sc, cluster_funs.roles, "/tmp", 1, num_ps=1, driver_ps_nodes=True)
     with pytest.raises(errors.InvalidArgument, match="master_node must be"):
         TFCluster.run(sc, cluster_funs.roles, "/tmp", 2, master_node="boss")
     with pytest.raises(errors.InvalidArgument, match="restarts must be >= 0"):

@@ -25,6 +25,7 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -337,49 +338,56 @@ def _mtime(path: str) -> float:
         return time.time()
 
 
+def _agent_command(meta: dict, executor_id: int, tmp: str, gpus=(), jvm: int = 0) -> list:
+    """The node agent's command line for node `executor_id`, its payload written into `tmp`
+    (which the caller removes once the agent ends, unless it runs detached)."""
+    payload = os.path.join(tmp, "payload")
+    with open(payload, "wb") as f:
+        f.write(meta["payload"])
+    # This machine's own sparktf (a packed environment lives elsewhere than the driver's).
+    cmd = [_agent_binary(), "agent", "--coordinator", meta["coordinator"],
+           "--executor-id", str(executor_id), "--error-file",
+           os.path.join(tmp, "error"), "--reservation-timeout",
+           str(meta["reservation_timeout"]), "--python", sys.executable,
+           "--generation", str(meta.get("generation", 0)),
+           "--progress-timeout", str(meta.get("progress_timeout") or 0)]
+    spark_executor = _spark_executor_id(jvm) if jvm else ""
+    if spark_executor:
+        cmd += ["--spark-executor-id", spark_executor]
+    if os.environ.get("SPARK_LOCAL_IP"):  # the address this host's Spark uses
+        cmd += ["--local-ip", os.environ["SPARK_LOCAL_IP"]]
+    if gpus:
+        cmd += ["--gpus", ",".join(gpus)]
+    if meta.get("log_dir"):
+        cmd += ["--tensorboard-logdir", meta["log_dir"]]
+    if meta.get("feed_cluster_id"):
+        cmd += ["--feed-cluster-id", meta["feed_cluster_id"]]
+        if jvm:
+            cmd += ["--watch-pid", str(jvm)]
+    return cmd + ["--", sys.executable, "-m", "sparktf.node", payload]
+
+
+def _agent_env(meta: dict) -> dict:
+    return dict(os.environ, SPARKTF_TOKEN=meta["token"], **meta.get("node_env", {}))
+
+
 def _node_task(meta: dict):
     """The barrier task body: start the node agent and wait for it (in SPARK
-    mode, only until it runs the TF process)."""
+    mode, only until it runs the TF process). Task i is node first_executor + i."""
 
     def run_node(_partition):
         from pyspark import BarrierTaskContext
 
         tc = BarrierTaskContext.get()
-        executor_id = tc.partitionId()
+        executor_id = tc.partitionId() + int(meta.get("first_executor", 0))
         resources = tc.resources()
         gpus = list(resources["gpu"].addresses) if "gpu" in resources else []
         _sweep_orphan_node_dirs()
         tmp = tempfile.mkdtemp(prefix="sparktf-node-")
         try:
-            payload = os.path.join(tmp, "payload")
-            with open(payload, "wb") as f:
-                f.write(meta["payload"])
-            # This executor's own sparktf (a packed environment lives elsewhere than the
-            # driver's).
-            jvm = _executor_pid()
-            cmd = [_agent_binary(), "agent", "--coordinator", meta["coordinator"],
-                   "--executor-id", str(executor_id), "--error-file",
-                   os.path.join(tmp, "error"), "--reservation-timeout",
-                   str(meta["reservation_timeout"]), "--python", sys.executable,
-                   "--generation", str(meta.get("generation", 0)),
-                   "--progress-timeout", str(meta.get("progress_timeout") or 0)]
-            spark_executor = _spark_executor_id(jvm) if jvm else ""
-            if spark_executor:
-                cmd += ["--spark-executor-id", spark_executor]
-            if os.environ.get("SPARK_LOCAL_IP"):  # the address this host's Spark uses
-                cmd += ["--local-ip", os.environ["SPARK_LOCAL_IP"]]
-            if gpus:
-                cmd += ["--gpus", ",".join(gpus)]
-            if meta.get("log_dir"):
-                cmd += ["--tensorboard-logdir", meta["log_dir"]]
-            spark_mode = bool(meta.get("feed_cluster_id"))
-            if spark_mode:
-                cmd += ["--feed-cluster-id", meta["feed_cluster_id"]]
-                if jvm:
-                    cmd += ["--watch-pid", str(jvm)]
-            cmd += ["--", sys.executable, "-m", "sparktf.node", payload]
-            env = dict(os.environ, SPARKTF_TOKEN=meta["token"], **meta.get("node_env", {}))
-            if spark_mode:
+            cmd = _agent_command(meta, executor_id, tmp, gpus, _executor_pid())
+            env = _agent_env(meta)
+            if meta.get("feed_cluster_id"):
                 ring_prefix = _native.feed_ring_name(meta["feed_cluster_id"], executor_id, "x")
                 _start_detached(cmd, env, executor_id, meta["reservation_timeout"], tmp,
                                 ring_prefix[:-1])
@@ -396,6 +404,40 @@ def _node_task(meta: dict):
         yield executor_id
 
     return run_node
+
+
+class _DriverNodes:
+    """TFoS's driver_ps_nodes: nodes 0..n-1 (the ps) run on the driver, each an agent in
+    its own process group, supervised by the coordinator like any node."""
+
+    def __init__(self, meta: dict, count: int):
+        self.procs = []
+        self.dirs = []
+        for executor_id in range(count):
+            tmp = tempfile.mkdtemp(prefix="sparktf-node-")
+            self.dirs.append(tmp)
+            self.procs.append(subprocess.Popen(
+                _agent_command(meta, executor_id, tmp), env=_agent_env(meta),
+                process_group=0, stdin=subprocess.DEVNULL))
+
+    def failed(self) -> str | None:
+        """Why one ended before the cluster formed, if one did."""
+        for i, p in enumerate(self.procs):
+            if p.poll() not in (None, 0):
+                return f"driver-side node {i} ended with exit code {p.returncode}"
+        return None
+
+    def stop(self, wait: float = 30) -> None:
+        """Waits for the agents (the coordinator stops the ps), killing what is left."""
+        deadline = time.monotonic() + wait
+        for p in self.procs:
+            try:
+                p.wait(max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        for d in self.dirs:
+            shutil.rmtree(d, ignore_errors=True)
 
 
 class TFCluster:
@@ -428,6 +470,8 @@ class TFCluster:
         self._feed_cluster_id = ""
         self._feeds_closed = False
         self._ended_queues: set = set()  # end_feed
+        self._driver_nodes_count = 0  # driver_ps_nodes: the ps run on the driver
+        self._driver_nodes = None
         # SPARK mode: the epochs fed to this generation, oldest first, each with the rows
         # every fed node had been sent once it was fed (cumulative): what a restart re-feeds.
         self._fed_epochs: list[_FedEpoch] = []
@@ -720,12 +764,16 @@ class TFCluster:
             self._feed_cluster_id = f"{self._feed_base}g{self.generation}"
             meta["feed_cluster_id"] = self._feed_cluster_id
         n = self._num_executors
-        nodes = self.sc.parallelize(range(n), n)
+        on_driver = self._driver_nodes_count
+        meta["first_executor"] = on_driver
+        tasks = self.sc.parallelize(range(n - on_driver), n - on_driver)
         self._job_group = f"sparktf-{self._cluster_id}-{self.generation}"
         self._job = _JobThread(
-            self.sc, lambda: nodes.barrier().mapPartitions(_node_task(meta)).collect(),
+            self.sc, lambda: tasks.barrier().mapPartitions(_node_task(meta)).collect(),
             self._job_group)
         t0 = time.monotonic()
+        if on_driver:
+            self._driver_nodes = _DriverNodes(meta, on_driver)
         self._job.start()
         logger.info("sparktf: coordinator %s waiting for %d nodes (generation %d)",
                     meta["coordinator"], n, self.generation)
@@ -740,6 +788,8 @@ class TFCluster:
             if self._job.error is not None:
                 self._fail(f"the Spark job running the nodes failed before they registered: "
                            f"{self._job.error}")
+            if self._driver_nodes is not None and self._driver_nodes.failed():
+                self._fail(self._driver_nodes.failed() + " before the cluster formed")
             if time.monotonic() >= deadline:
                 self._fail(self._coordinator.last_wait_error(), errors.DeadlineExceeded)
         self.cluster_info = json.loads(self._coordinator.cluster_json())
@@ -754,6 +804,9 @@ class TFCluster:
             logger.debug("sparktf: cancelling the nodes' job: %s", e)
         if self._job is not None:
             self._job.join(30)
+        if self._driver_nodes is not None:
+            self._driver_nodes.stop(wait=5)
+            self._driver_nodes = None
 
     def _restart(self, failure: str) -> None:
         """After a failure of this generation: stops its nodes and starts the next one."""
@@ -764,7 +817,7 @@ class TFCluster:
         self._stop_nodes()
         self.generation = self._coordinator.restart()
         time.sleep(self._restart_backoff)
-        _wait_for_slots(self.sc, self._num_executors,
+        _wait_for_slots(self.sc, self._num_executors - self._driver_nodes_count,
                         min(self._meta["reservation_timeout"], DEFAULT_SLOT_WAIT),
                         self._meta["reservation_timeout"])
         self._start_generation()
@@ -855,6 +908,9 @@ class TFCluster:
         self._job.join(60)
         if self._job.is_alive() or self._job.error is not None:
             self._fail(f"nodes finished but their Spark tasks did not: {self._job.error}")
+        if self._driver_nodes is not None:
+            self._driver_nodes.stop()
+            self._driver_nodes = None
         if grace_secs:
             time.sleep(grace_secs)
         if self.input_mode == InputMode.SPARK:
@@ -946,9 +1002,10 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
 
     if input_mode not in (InputMode.TENSORFLOW, InputMode.SPARK):
         raise errors.InvalidArgument(f"unknown input_mode {input_mode!r}")
-    if driver_ps_nodes:
-        raise errors.InvalidArgument("driver_ps_nodes=True is not supported: parameter servers "
-                                     "run on executors")
+    if driver_ps_nodes and (input_mode != InputMode.TENSORFLOW or int(num_ps) < 1):
+        raise errors.InvalidArgument("driver_ps_nodes=True runs the num_ps parameter servers "
+                                     "on the driver: it needs num_ps >= 1 and "
+                                     "InputMode.TENSORFLOW (as in TFoS)")
     if master_node not in (None, "chief", "master"):
         raise errors.InvalidArgument(f"master_node must be None, 'chief' or 'master', "
                                      f"got {master_node!r}")
@@ -958,8 +1015,13 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
         log_dir = tempfile.mkdtemp(prefix="sparktf-tensorboard-")
     num_executors = int(num_executors)
     _agent_binary()  # the driver's install is complete (each executor checks its own)
-    _check_dynamic_allocation(sc, num_executors)
-    _wait_for_slots(sc, num_executors, min(float(reservation_timeout), DEFAULT_SLOT_WAIT),
+    on_executors = num_executors - (int(num_ps) if driver_ps_nodes else 0)
+    if on_executors < 1:
+        raise errors.InvalidArgument(f"num_executors={num_executors} counts every node (with "
+                                     f"driver_ps_nodes, the {num_ps} ps too): no node is left "
+                                     "for the executors")
+    _check_dynamic_allocation(sc, on_executors)
+    _wait_for_slots(sc, on_executors, min(float(reservation_timeout), DEFAULT_SLOT_WAIT),
                     float(reservation_timeout))
 
     token = secrets.token_hex(16)
@@ -988,5 +1050,6 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
     cluster = TFCluster(sc, coordinator, meta, num_executors, cluster_id, input_mode, log_dir,
                         token, queues, feed_cluster_id, restarts, restart_backoff)
     cluster._coordinator_address = meta["coordinator"]
+    cluster._driver_nodes_count = int(num_ps) if driver_ps_nodes else 0
     cluster._start_generation()
     return cluster
