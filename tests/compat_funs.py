@@ -101,3 +101,21 @@ def digits_estimator_train(args, ctx):
     with open(os.path.join(args.out, f"train-{ctx.executor_id}.json"), "w") as f:
         json.dump({"epochs": args.epochs, "steps": args.steps, "note": args.note,
                    "batch_size": args.batch_size}, f)
+
+
+def count_tfrecords(args, ctx):
+    """A TFEstimator train_fn for InputMode.TENSORFLOW: reads the TFRecords the estimator
+    wrote to args.tfrecord_dir and records how many Examples and the label sum it saw."""
+    import tensorflow as tf
+
+    from sparktf import records
+
+    files = records.list_files(args.tfrecord_dir)
+    spec = {"label": tf.io.FixedLenFeature([], tf.int64)}
+    ds = tf.data.TFRecordDataset(files).map(lambda r: tf.io.parse_single_example(r, spec))
+    rows = total = 0
+    for ex in ds:
+        rows += 1
+        total += int(ex["label"])
+    with open(os.path.join(args.out, f"tfr-{ctx.executor_id}.json"), "w") as f:
+        json.dump({"rows": rows, "label_sum": total, "dir": args.tfrecord_dir}, f)

@@ -189,3 +189,28 @@ def test_a_streaming_dataframe_feeds_a_running_cluster(spark, tmp_path):
     assert sum(r["rows"] for r in seen) == 120
     assert sum(r["sum"] for r in seen) == pytest.approx(expected)
     assert wait_no_node_processes() == []
+
+
+def test_fit_in_tensorflow_mode_writes_tfrecords_for_train_fn(spark, tmp_path, digits_frames):
+    from sparktf.compat import dfutil
+    from sparktf.compat.pipeline import TFEstimator
+
+    train, _ = digits_frames
+    expected = (train.count(), sum(r.label for r in train.select("label").collect()))
+    est = (TFEstimator(compat_funs.count_tfrecords, {"out": str(tmp_path)})
+           .setInputMapping({"image": "image", "label": "label"}).setInputMode(0)
+           .setClusterSize(1).setGraceSecs(0))
+    with pytest.raises(errors.InvalidArgument, match="setTFRecordDir"):
+        est.fit(train)
+    est.setTFRecordDir(str(tmp_path / "tfr")).fit(train)
+    (run,) = [json.load(open(p)) for p in glob.glob(str(tmp_path / "tfr-*.json"))]
+    assert (run["rows"], run["label_sum"]) == expected
+    # a DataFrame read with loadTFRecords is trained on from its own files
+    loaded = dfutil.loadTFRecords(spark.sparkContext, str(tmp_path / "tfr"))
+    assert dfutil.isLoadedDF(loaded) and not dfutil.isLoadedDF(train)
+    os.remove(glob.glob(str(tmp_path / "tfr-*.json"))[0])
+    est.setTFRecordDir(str(tmp_path / "unused")).fit(loaded)
+    (run,) = [json.load(open(p)) for p in glob.glob(str(tmp_path / "tfr-*.json"))]
+    assert run["dir"] == str(tmp_path / "tfr") and run["rows"] == expected[0]
+    assert not os.path.exists(tmp_path / "unused")
+    assert wait_no_node_processes() == []
