@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import hashlib
 import logging
 import os
 import threading
@@ -339,15 +340,17 @@ class TFModel(Model, _TFParams, _ReadWrite):
             StructField(col, _spark_type(*out_types[t]), False)
             for t, col in sorted(outputs.items())])
         plan = {"export_dir": export_dir, "key": key, "tags": tags,
+                "fingerprint": signature["fingerprint"],
                 "inputs": inputs, "outputs": dict(sorted(outputs.items())),
                 "input_specs": signature["inputs"], "batch_size": self.getBatchSize()}
         return dataset.mapInArrow(_infer_batches(plan), schema)
 
 
 def read_signature(export_dir: str, key: str, tags: str | None) -> dict:
-    """{"inputs"|"outputs": {name: (numpy dtype name, shape with -1 for unknown)}} of
-    signature `key` of the SavedModel in `export_dir` (its saved_model.pb; the variables
-    are not loaded). NotFound / InvalidArgument with what the model has."""
+    """{"inputs"|"outputs": {name: (numpy dtype name, shape with -1 for unknown)},
+    "fingerprint": of the graph and the variables' checksums} of signature `key` of the
+    SavedModel in `export_dir` (its saved_model.pb and variables index; the variables are
+    not loaded). NotFound / InvalidArgument with what the model has."""
     from sparktf import fs
 
     try:
@@ -362,6 +365,10 @@ def read_signature(export_dir: str, key: str, tags: str | None) -> dict:
         raise errors.NotFound(f"no SavedModel in {export_dir} ({path} is missing)") from e
     sm = saved_model_pb2.SavedModel()
     sm.ParseFromString(data)
+    try:  # its tensors' checksums: a model retrained into the same directory differs
+        index = fs.read_bytes(export_dir.rstrip("/") + "/variables/variables.index")
+    except errors.NotFound:
+        index = b""
     wanted = set(tags.split(",")) if tags else {"serve"}
     graphs = [g for g in sm.meta_graphs if set(g.meta_info_def.tags) == wanted]
     if not graphs:
@@ -378,7 +385,8 @@ def read_signature(export_dir: str, key: str, tags: str | None) -> dict:
                        tuple(d.size for d in i.tensor_shape.dim))
                 for name, i in infos.items()}
 
-    return {"inputs": specs(sigs[key].inputs), "outputs": specs(sigs[key].outputs)}
+    return {"inputs": specs(sigs[key].inputs), "outputs": specs(sigs[key].outputs),
+            "fingerprint": hashlib.sha256(data + index).hexdigest()}
 
 
 def _spark_type(dtype: str, shape: tuple):
@@ -393,23 +401,24 @@ def _spark_type(dtype: str, shape: tuple):
     return base if len(shape) <= 1 else T.ArrayType(base, False)
 
 
-# Per Python worker: (export_dir, tags, key) -> the signature's concrete function.
+# Per Python worker: (export_dir, tags, key) -> (fingerprint, model, signature function);
+# a model saved again into the same directory (another fit) has another fingerprint.
 _predictors: dict = {}
 _predictors_lock = threading.Lock()
 
 
-def _predictor(export_dir: str, tags: str | None, key: str):
+def _predictor(export_dir: str, tags: str | None, key: str, fingerprint: str):
     with _predictors_lock:
         cached = _predictors.get((export_dir, tags, key))
-        if cached is None:
+        if cached is None or cached[0] != fingerprint:
             import tensorflow as tf
 
             if "://" in export_dir and not export_dir.startswith("file:"):
                 import sparktf.tf  # noqa: F401 - hdfs:// and s3:// for TensorFlow
             model = tf.saved_model.load(export_dir, tags=tags.split(",") if tags else None)
-            cached = (model, model.signatures[key])
+            cached = (fingerprint, model, model.signatures[key])
             _predictors[(export_dir, tags, key)] = cached
-        return cached[1]
+        return cached[2]
 
 
 def _infer_batches(plan: dict):
@@ -421,7 +430,7 @@ def _infer_batches(plan: dict):
 
         from sparktf.feeding import _arrow_columns
 
-        fn = _predictor(plan["export_dir"], plan["tags"], plan["key"])
+        fn = _predictor(plan["export_dir"], plan["tags"], plan["key"], plan["fingerprint"])
         n_batch = max(int(plan["batch_size"]), 1)
         for rb in batches:
             cols = _arrow_columns(rb.select(list(plan["inputs"])))
