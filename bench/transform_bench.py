@@ -7,7 +7,9 @@ SavedModel (an MLP, 784 -> 256 -> 10, serving_default: x -> probs) and the same 
 DataFrame (`--rows` rows of 784 float32 values, 4 partitions, read from one Parquet file).
 Each method runs in its own driver process; rounds are interleaved; a round transforms
 the whole DataFrame and writes it to Spark's "noop" sink, after one warm-up round that
-loads the model in every Python worker. Prints the median rows/s of each and the ratios.
+loads the model in every Python worker. Prints the median rows/s of each and the ratios,
+and those of an Arrow UDF that runs no model at all (what Spark's JVM side costs to hand
+this column to Python: the floor of any Python-side inference).
 
 Usage: .venv/bin/python bench/transform_bench.py [--rows 60000] [--rounds 3]
 """
@@ -87,6 +89,17 @@ def run_method(method: str, model_dir: str, data: str, rounds: int) -> list[floa
         udf = predict_batch_udf(make_predict_fn, return_type=ArrayType(FloatType()),
                                 batch_size=1000, input_tensor_shapes=[[WIDTH]])
         out = df.withColumn("prediction", udf("image"))
+    elif method == "arrow_floor":  # what any Arrow UDF on this column costs: no model
+        import numpy as np
+        import pyarrow as pa
+        from pyspark.sql.functions import ArrowUDFType, arrow_udf
+
+        def zeros(batches):
+            for a in batches:
+                yield pa.array(np.zeros(len(a), np.float32))
+
+        out = df.withColumn("prediction", arrow_udf(
+            zeros, returnType="float", functionType=ArrowUDFType.SCALAR_ITER)("image"))
     else:  # TensorFlowOnSpark 2.2.5
         from tensorflowonspark.pipeline import TFModel
 
@@ -115,7 +128,7 @@ def main() -> None:
         print(json.dumps(run_method(method, model_dir, data, int(rounds))))
         return
     pythons = {"sparktf": sys.executable, "predict_batch_udf": sys.executable,
-               "tfos": args.tfos_python}
+               "tfos": args.tfos_python, "arrow_floor": sys.executable}
     if not os.path.exists(args.tfos_python):
         sys.exit(f"no {args.tfos_python}: run bench/setup_tfos_venv.sh first")
     work = tempfile.mkdtemp(prefix="sparktf-transform-bench-")
@@ -136,7 +149,9 @@ def main() -> None:
     for k, v in med.items():
         print(f"  {k}: {v:,.0f}")
     print(f"sparktf / predict_batch_udf: **{med['sparktf'] / med['predict_batch_udf']:.2f}x** "
-          f"(target 1.0x); sparktf / TFoS: **{med['sparktf'] / med['tfos']:.1f}x** (target 5x)")
+          f"(target 1.0x); sparktf / TFoS: **{med['sparktf'] / med['tfos']:.1f}x** (target 5x); "
+          f"an Arrow UDF that runs no model (the floor of the JVM's side): "
+          f"{med['arrow_floor'] / med['tfos']:.1f}x TFoS")
     raw = os.path.join(ROOT, "bench", "raw", "transform.jsonl")
     with open(raw, "a") as f:
         f.write(json.dumps({"rows": args.rows, "rows_per_s": per_round}) + "\n")

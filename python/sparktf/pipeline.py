@@ -12,8 +12,8 @@ paramMaps)), so CrossValidator and TrainValidationSplit can tune them.
 
 Differences from TFoS, on purpose: TFModel.transform keeps the input DataFrame's columns
 and appends the outputs (Spark ML's convention: evaluators need the label next to the
-prediction; TFoS returned the outputs alone); it reads the DataFrame as Arrow batches
-(mapInArrow) and loads the SavedModel once per Python worker; float32 outputs are float
+prediction; TFoS returned the outputs alone); only the input columns go to Python, as
+Arrow batches (an Arrow UDF), and the SavedModel is loaded once per Python worker; float32 outputs are float
 columns (TFoS's Python rows made them double); outputs of more than one dimension per row
 are flattened into one array. `protocol` (always gRPC here) and `readers` (a TF1 queue
 setting) are accepted and ignored with a warning.
@@ -333,17 +333,25 @@ class TFModel(Model, _TFParams, _ReadWrite):
         taken = [c for c in outputs.values() if c in dataset.columns]
         if taken:
             raise errors.InvalidArgument(f"output columns {taken} exist in the DataFrame")
+        from pyspark.sql import functions as F
+        from pyspark.sql.functions import ArrowUDFType, arrow_udf
         from pyspark.sql.types import StructField, StructType
 
-        out_types = {t: signature["outputs"][t] for t in outputs}
-        schema = StructType(list(dataset.schema.fields) + [
-            StructField(col, _spark_type(*out_types[t]), False)
-            for t, col in sorted(outputs.items())])
+        outputs = dict(sorted(outputs.items()))
+        result = StructType([StructField(col, _spark_type(*signature["outputs"][t]), False)
+                             for t, col in outputs.items()])
         plan = {"export_dir": export_dir, "key": key, "tags": tags,
-                "fingerprint": signature["fingerprint"],
-                "inputs": inputs, "outputs": dict(sorted(outputs.items())),
-                "input_specs": signature["inputs"], "batch_size": self.getBatchSize()}
-        return dataset.mapInArrow(_infer_batches(plan), schema)
+                "fingerprint": signature["fingerprint"], "inputs": inputs,
+                "outputs": outputs, "input_specs": signature["inputs"],
+                "batch_size": self.getBatchSize()}
+        # Only the input columns go to Python and only the outputs come back (an Arrow
+        # UDF over batches); the other columns stay in the JVM.
+        predict = arrow_udf(_infer_arrays(plan), returnType=result,
+                            functionType=ArrowUDFType.SCALAR_ITER)
+        packed = f"__sparktf_{self.uid}"
+        with_outputs = dataset.withColumn(packed, predict(*[F.col(c) for c in inputs]))
+        return with_outputs.select(*[F.col(c) for c in dataset.columns],
+                                   *[F.col(packed)[col].alias(col) for col in outputs.values()])
 
 
 def read_signature(export_dir: str, key: str, tags: str | None) -> dict:
@@ -413,6 +421,7 @@ def _predictor(export_dir: str, tags: str | None, key: str, fingerprint: str):
         if cached is None or cached[0] != fingerprint:
             import tensorflow as tf
 
+            _use_task_cpus(tf)
             if "://" in export_dir and not export_dir.startswith("file:"):
                 import sparktf.tf  # noqa: F401 - hdfs:// and s3:// for TensorFlow
             model = tf.saved_model.load(export_dir, tags=tags.split(",") if tags else None)
@@ -421,8 +430,26 @@ def _predictor(export_dir: str, tags: str | None, key: str, fingerprint: str):
         return cached[2]
 
 
-def _infer_batches(plan: dict):
-    """mapInArrow function: each record batch with the model's outputs appended."""
+def _use_task_cpus(tf) -> None:
+    """TensorFlow in a Python worker uses the task's cores (spark.task.cpus), not every
+    core of the machine: its idle threads would spin on the cores the executor's JVM needs
+    to feed it. Only possible before TensorFlow's runtime starts in this process."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    cpus = ctx.cpus() if ctx is not None else 0
+    if cpus <= 0:
+        return
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(cpus)
+        tf.config.threading.set_inter_op_parallelism_threads(cpus)
+    except RuntimeError:  # the runtime already runs (this worker used TensorFlow before)
+        pass
+
+
+def _infer_arrays(plan: dict):
+    """The Arrow UDF's function: batches of the input columns (one pa.Array, or a tuple of
+    them in plan["inputs"] order) -> a StructArray of the outputs, row for row."""
 
     def infer(batches):
         import numpy as np
@@ -432,28 +459,31 @@ def _infer_batches(plan: dict):
 
         fn = _predictor(plan["export_dir"], plan["tags"], plan["key"], plan["fingerprint"])
         n_batch = max(int(plan["batch_size"]), 1)
-        for rb in batches:
-            cols = _arrow_columns(rb.select(list(plan["inputs"])))
+        names = list(plan["inputs"])
+        for arrays in batches:
+            arrays = [arrays] if isinstance(arrays, (pa.Array, pa.ChunkedArray)) else arrays
+            arrays = [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
+                      for a in arrays]
+            cols = _arrow_columns(pa.RecordBatch.from_arrays(arrays, names=names))
+            rows = len(arrays[0])
             outs = {t: [] for t in plan["outputs"]}
-            for start in range(0, rb.num_rows, n_batch):
+            for start in range(0, rows, n_batch):
                 feed = {}
                 for col, tensor in plan["inputs"].items():
                     dtype, shape = plan["input_specs"][tensor]
                     value = cols[col][start:start + n_batch]
                     feed[tensor] = _as_input(np.asarray(value), dtype, shape, tensor)
                 result = fn(**feed)
+                n_in = min(n_batch, rows - start)
                 for t in outs:
                     out = result[t].numpy()
-                    if len(out) != len(next(iter(feed.values()))):
+                    if len(out) != n_in:
                         raise errors.InvalidArgument(
-                            f"output {t!r} has {len(out)} rows for "
-                            f"{len(next(iter(feed.values())))} inputs")
+                            f"output {t!r} has {len(out)} rows for {n_in} inputs")
                     outs[t].append(out)
-            arrays = list(rb.columns)
-            for t in plan["outputs"]:
-                arrays.append(_to_arrow(outs[t], rb.num_rows, pa, np))
-            names = rb.schema.names + [plan["outputs"][t] for t in plan["outputs"]]
-            yield pa.RecordBatch.from_arrays(arrays, names=names)
+            yield pa.StructArray.from_arrays(
+                [_to_arrow(outs[t], rows, pa, np) for t in plan["outputs"]],
+                names=list(plan["outputs"].values()))
 
     return infer
 
