@@ -435,7 +435,9 @@ def test_tfos_names_and_compat_imports():
                            "input_mode", "log_dir", "driver_ps_nodes", "master_node",
                            "reservation_timeout", "queues", "eval_node", "release_port"]
     assert compat_cluster.InputMode.TENSORFLOW == 0 and compat_cluster.InputMode.SPARK == 1
-    assert compat_dfutil.saveAsTFRecords is dfutil.saveAsTFRecords
+    # TFoS's dfutil signatures over sparktf's (tests/test_compat.py checks them)
+    assert compat_dfutil.loadTFRecords.__module__ == "sparktf.compat.dfutil"
+    assert compat_dfutil.infer_spark_schema is dfutil.infer_spark_schema
 
 
 GPU_JOB = """

@@ -306,9 +306,12 @@ def test_consumer_killed_mid_feed_fails_fast_and_leaves_nothing(spark, tmp_path,
     raised = time.time()
     killer.join()
     # The blocked feeding tasks see the dead consumer within the rings' 100 ms liveness
-    # slices (docs/protocol.md); the stated margin of 2 s is for Spark failing the job.
+    # slices (docs/protocol.md); then Spark retries each task and fails the job. The
+    # promise is the README's (within a second, tested at under 3 s), as for an exception
+    # in the consumer (test_consumer_exception_fails_feeding_fast); a loaded CI machine
+    # once took 2.12 s here.
     print(f"consumer killed to train() raising: {raised - killed[0]:.2f} s")
-    assert raised - killed[0] < 0.1 + 2
+    assert raised - killed[0] < 1 + 2
     with pytest.raises(errors.Aborted):
         cluster.shutdown(timeout=60)
 

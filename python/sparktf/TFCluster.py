@@ -413,11 +413,15 @@ class _DriverNodes:
     def __init__(self, meta: dict, count: int):
         self.procs = []
         self.dirs = []
+        # They run the driver's Python with the driver's modules (TFoS forked them from
+        # the driver): map_fun's module is importable wherever the driver imported it.
+        env = dict(_agent_env(meta), PYTHONPATH=os.pathsep.join(
+            [os.path.abspath(p or os.curdir) for p in sys.path]))
         for executor_id in range(count):
             tmp = tempfile.mkdtemp(prefix="sparktf-node-")
             self.dirs.append(tmp)
             self.procs.append(subprocess.Popen(
-                _agent_command(meta, executor_id, tmp), env=_agent_env(meta),
+                _agent_command(meta, executor_id, tmp), env=env,
                 process_group=0, stdin=subprocess.DEVNULL))
 
     def failed(self) -> str | None:
