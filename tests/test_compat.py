@@ -177,3 +177,15 @@ def test_dfutil_example_helpers_keep_tfoss_types():
     assert row.f == pytest.approx(0.5) and row.v == pytest.approx([1.0, 2.0])
     with pytest.raises(TypeError, match="map<string,int>"):
         dfutil.toTFExample([("m", "map<string,int>")])
+
+
+def test_keras_switch_environment(monkeypatch):
+    from sparktf import keras_version as kv
+
+    monkeypatch.delenv("TF_USE_LEGACY_KERAS", raising=False)
+    assert kv.node_env(True) == {"TF_USE_LEGACY_KERAS": "1"}
+    assert kv.node_env(False) == {"TF_USE_LEGACY_KERAS": "0", kv.CHECK_ENV: "1"}
+    # default: an executor-side TF_USE_LEGACY_KERAS (spark.executorEnv) is not overridden
+    assert kv.node_env(None) == {kv.CHECK_ENV: "1"}
+    monkeypatch.setenv("TF_USE_LEGACY_KERAS", "1")
+    assert kv.node_env(None) == {"TF_USE_LEGACY_KERAS": "1"}

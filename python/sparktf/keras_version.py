@@ -26,10 +26,13 @@ KERAS3_TRAINER = "keras.src.backend.tensorflow.trainer"
 
 def node_env(legacy_keras: bool | None) -> dict:
     """The environment variables a node process needs for `legacy_keras` (TFCluster.run's
-    argument; None: what the driver's own environment says, else Keras 3)."""
-    if legacy_keras is None:
-        legacy_keras = os.environ.get(LEGACY_ENV, "").lower() in ("1", "true", "yes")
-    return {LEGACY_ENV: "1"} if legacy_keras else {LEGACY_ENV: "0", CHECK_ENV: "1"}
+    argument). None: Keras 2 if the driver has TF_USE_LEGACY_KERAS=1; otherwise the
+    executors' own setting stands (spark.executorEnv), with the Keras 3 check."""
+    if legacy_keras is None and os.environ.get(LEGACY_ENV, "").lower() in ("1", "true", "yes"):
+        legacy_keras = True
+    if legacy_keras:
+        return {LEGACY_ENV: "1"}
+    return {CHECK_ENV: "1"} if legacy_keras is None else {LEGACY_ENV: "0", CHECK_ENV: "1"}
 
 
 def _multi_worker(strategy) -> int:
