@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import uuid
+import weakref
 from typing import Iterable, Iterator, Sequence
 
 import numpy as np
@@ -38,6 +39,10 @@ from sparktf import records as _records
 
 __all__ = ["saveAsTFRecords", "loadTFRecords", "infer_spark_schema", "toTFExample",
            "fromTFExample"]
+
+# DataFrame -> the input_dir loadTFRecords read it from (TFEstimator trains on those files
+# instead of writing the DataFrame out again; TFoS's isLoadedDF).
+loaded_from = weakref.WeakKeyDictionary()
 
 _SUFFIX = {"": ".tfrecord", "none": ".tfrecord", "gzip": ".tfrecord.gz",
            "zlib": ".tfrecord.zlib"}
@@ -334,4 +339,6 @@ def loadTFRecords(spark_or_sc, input_dir, schema=None, binary_features: Sequence
                 yield _file_to_arrow(files[file_id], plan, arrow_schema, compression)
 
     ids = spark.range(0, len(files), 1, numPartitions=len(files))
-    return ids.mapInArrow(read, schema)
+    df = ids.mapInArrow(read, schema)
+    loaded_from[df] = input_dir
+    return df

@@ -240,8 +240,7 @@ class TFEstimator(Estimator, _TFParams, _ReadWrite):
         return cls(state[0], state[1])
 
     def _fit(self, dataset):
-        from sparktf import TFCluster
-        from sparktf.compat import dfutil
+        from sparktf import TFCluster, dfutil
 
         self._warn_ignored()
         args = self.merge_args_params()
@@ -258,8 +257,8 @@ class TFEstimator(Estimator, _TFParams, _ReadWrite):
             raise errors.InvalidArgument(f"input_mode must be 0 (TENSORFLOW) or 1 (SPARK), "
                                          f"got {mode}")
         if mode == TFCluster.InputMode.TENSORFLOW:
-            if dfutil.isLoadedDF(dataset):
-                args.tfrecord_dir = dfutil._loaded[dataset]
+            if dataset in dfutil.loaded_from:
+                args.tfrecord_dir = dfutil.loaded_from[dataset]
             elif not args.tfrecord_dir:
                 raise errors.InvalidArgument("InputMode.TENSORFLOW needs setTFRecordDir(path): "
                                              "the DataFrame is written there as TFRecords")

@@ -7,18 +7,15 @@ keep TFoS's types and shapes."""
 
 from __future__ import annotations
 
-import weakref
-
 from sparktf import dfutil as _core
 from sparktf.dfutil import infer_spark_schema  # noqa: F401 - sparktf's own, from files
 
-_loaded = weakref.WeakKeyDictionary()  # DataFrame -> the directory it was read from
-loadedDF = _loaded  # TFoS's name
+loadedDF = _core.loaded_from  # TFoS's name: DataFrame -> the directory it was read from
 
 
 def isLoadedDF(df) -> bool:
     """Whether `df` came from loadTFRecords (TFoS's pipeline used it to skip a re-export)."""
-    return df in _loaded
+    return df in loadedDF
 
 
 def saveAsTFRecords(df, output_dir: str, **options) -> None:
@@ -28,9 +25,7 @@ def saveAsTFRecords(df, output_dir: str, **options) -> None:
 
 def loadTFRecords(sc, input_dir, binary_features=(), **options):
     """The TFRecords of tf.train.Example under `input_dir` as a DataFrame."""
-    df = _core.loadTFRecords(sc, input_dir, binary_features=binary_features, **options)
-    _loaded[df] = input_dir
-    return df
+    return _core.loadTFRecords(sc, input_dir, binary_features=binary_features, **options)
 
 
 def toTFExample(dtypes):
