@@ -124,3 +124,27 @@ def test_keras_mnist_inference(mnist, keras_tf_ds_run, tmp_path):
     accuracy = np.mean([label == pred for label, pred in pairs])
     assert accuracy == pytest.approx(exported_accuracy(keras_tf_ds_run / "export", mnist),
                                      abs=1.5 / len(labels))
+
+
+def _json_predictions(output):
+    rows = [json.loads(line) for p in glob.glob(str(output / "part-*.json")) for line in open(p)]
+    return rows
+
+
+def test_keras_mnist_pipeline_trains_from_csv_and_predicts_tfrecords(mnist, tmp_path):
+    log = submit("keras/mnist_pipeline.py", "--images_labels", mnist / "csv" / "train",
+                 "--epochs", 3, "--learning_rate", 0.005, "--model_dir", tmp_path / "model",
+                 "--export_dir", tmp_path / "export", cwd=tmp_path)
+    accuracy = exported_accuracy(tmp_path / "export", mnist)
+    assert accuracy > 0.8, log[-3000:]
+    submit("keras/mnist_pipeline.py", "--mode", "inference", "--format", "tfr",
+           "--images_labels", mnist / "tfr" / "test", "--export_dir", tmp_path / "export",
+           "--output", tmp_path / "predictions", cwd=tmp_path)
+    rows = _json_predictions(tmp_path / "predictions")
+    _, labels = _test_set(mnist)
+    assert len(rows) == len(labels)
+    assert all(len(r["prediction"]) == 10 and r["argmax"] == int(np.argmax(r["prediction"]))
+               for r in rows)
+    assert sorted(r["label"] for r in rows) == sorted(labels.tolist())
+    assert np.mean([r["argmax"] == r["label"] for r in rows]) == pytest.approx(
+        accuracy, abs=1.5 / len(labels))

@@ -890,13 +890,41 @@ class TFCluster:
             if time.monotonic() >= deadline:
                 return False
 
+    def _feed_stream_until_done(self, query, timeout: float) -> None:
+        """Returns once every worker has finished or `query` has stopped; raises its
+        failure, or DeadlineExceeded after `timeout` s."""
+        deadline = time.monotonic() + timeout
+        while not self.wait(1.0):
+            if not query.isActive:
+                failure = query.exception()
+                if failure is not None:
+                    self._fail(f"the streaming query feeding the cluster failed: {failure}")
+                return
+            if time.monotonic() >= deadline:
+                query.stop()
+                self._fail(f"shutdown timed out after {timeout} s with the stream feeding",
+                           errors.DeadlineExceeded)
+
     def shutdown(self, ssc=None, grace_secs: float = 0, timeout: float = 259200) -> None:
         """Waits for every worker to finish (then stops ps and evaluator nodes).
         Raises :class:`sparktf.errors.Aborted` with the failed node's traceback
         if a node failed or was lost, DeadlineExceeded after `timeout` s. `ssc` (TFoS's
-        Spark Streaming context) is refused: see _refuse_dstream."""
+        Spark Streaming context) is refused: see _refuse_dstream; in its place give the
+        StreamingQuery of train(stream_df): shutdown then lets it feed until every worker
+        has finished (or it stops; its failure is raised), as TFoS's shutdown(ssc) did.
+        `grace_secs`: how long an evaluator node may go on by itself once the workers are
+        done (to evaluate the last checkpoint) before it is stopped; ps nodes are stopped
+        at once. No more is slept (TFoS slept it whatever the nodes did): shutdown returns
+        once every node has finished, the chief's export included."""
+        if grace_secs < 0:
+            raise errors.InvalidArgument(f"grace_secs cannot be negative, got {grace_secs}")
+        if not self._closed:
+            self._coordinator.set_evaluator_grace(float(grace_secs))
         if ssc is not None:
-            _refuse_dstream(ssc, "cluster.shutdown(ssc)")
+            if not _is_streaming_query(ssc):
+                _refuse_dstream(ssc, "cluster.shutdown(ssc)")
+            elif not self._closed:
+                self._feed_stream_until_done(ssc, timeout)
         if self._closed:
             return
         for query in self._streams:
@@ -915,8 +943,6 @@ class TFCluster:
         if self._driver_nodes is not None:
             self._driver_nodes.stop()
             self._driver_nodes = None
-        if grace_secs:
-            time.sleep(grace_secs)
         if self.input_mode == InputMode.SPARK:
             for qname, st in self.feed_stats().items():
                 self.dropped_records += st["dropped"]
@@ -926,6 +952,10 @@ class TFCluster:
         self._coordinator.shutdown()
         self._closed = True
         logger.info("sparktf: cluster shut down")
+
+
+def _is_streaming_query(obj) -> bool:
+    return all(hasattr(obj, a) for a in ("isActive", "exception", "stop", "awaitTermination"))
 
 
 def _refuse_dstream(data, what: str) -> None:

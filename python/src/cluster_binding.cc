@@ -42,6 +42,9 @@ class PyCoordinator {
   }
   std::string last_wait_error() const { return last_wait_error_; }
   void Abort(const std::string& reason) { c_->Abort(reason); }
+  void SetEvaluatorGrace(double seconds) {
+    c_->SetEvaluatorGrace(std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)));
+  }
   int Restart() { return c_->Restart(); }
   std::string ClusterJson() const { return c_->ClusterJson(); }
   std::string StatusJson() const { return c_->StatusJson(); }
@@ -86,6 +89,7 @@ void InitCluster(nb::module_& m) {
       .def("wait_finished", &PyCoordinator::WaitFinished, nb::arg("timeout"))
       .def("last_wait_error", &PyCoordinator::last_wait_error)
       .def("abort", &PyCoordinator::Abort, nb::arg("reason"))
+      .def("set_evaluator_grace", &PyCoordinator::SetEvaluatorGrace, nb::arg("seconds"))
       .def("cluster_json", &PyCoordinator::ClusterJson)
       .def("status_json", &PyCoordinator::StatusJson)
       .def("restart", &PyCoordinator::Restart)

@@ -43,7 +43,7 @@ void ClusterState::Restart(TimePoint now, Effects* fx) {
   barrier_arrivals_.clear();
   feeds_.clear();
   info_.reset();
-  reserved_ = aborted_ = services_stopping_ = finished_ = false;
+  reserved_ = aborted_ = services_stopping_ = evaluators_stopping_ = finished_ = false;
   abort_reason_.clear();
   created_ = now;
   ++generation_;
@@ -56,6 +56,7 @@ void ClusterState::Reject(int conn, const Status& why, Effects* fx) {
 }
 
 void ClusterState::OnFrame(int conn, const Frame& f, TimePoint now, Effects* fx) {
+  now_ = now;
   switch (f.type) {
     case MessageType::kRegister: return HandleRegister(conn, f.payload, now, fx);
     case MessageType::kAwaitCluster: {
@@ -298,6 +299,7 @@ void ClusterState::Abort(const std::string& reason, Effects* fx) {
 }
 
 void ClusterState::OnTick(TimePoint now, Effects* fx) {
+  now_ = now;
   for (auto& [id, n] : nodes_) {
     if ((n.phase == NodeState::kRegistered || n.phase == NodeState::kRunning) && n.conn >= 0 &&
         now - n.last_seen > options_.heartbeat_timeout) {
@@ -322,15 +324,28 @@ void ClusterState::StopServicesOrFinish(Effects* fx) {
     all_done = all_done && done;
     if (!n.role.serves_until_stopped) workers_done = workers_done && done;
   }
-  if (workers_done && !services_stopping_ && !all_done) {
-    services_stopping_ = true;
+  if (all_done) {
+    finished_ = true;
+    return;
+  }
+  if (!workers_done) return;
+  const auto stop = [&](bool evaluators) {
     for (const auto& [id, n] : nodes_) {
-      if (n.role.serves_until_stopped && n.conn >= 0) {
+      if (n.role.serves_until_stopped && n.conn >= 0 &&
+          (n.role.job_name == "evaluator") == evaluators) {
         fx->messages.push_back({n.conn, MessageType::kStop, "{}"});
       }
     }
+  };
+  if (!services_stopping_) {
+    services_stopping_ = true;
+    workers_done_at_ = now_;
+    stop(false);
   }
-  if (all_done) finished_ = true;
+  if (!evaluators_stopping_ && (aborted_ || now_ - workers_done_at_ >= evaluator_grace_)) {
+    evaluators_stopping_ = true;
+    stop(true);
+  }
 }
 
 std::string ClusterState::Describe(const NodeState& n) const {

@@ -81,6 +81,10 @@ class ClusterState {
   void OnTick(TimePoint now, Effects* fx);
   // Tells every node to kill its processes; the first reason is kept.
   void Abort(const std::string& reason, Effects* fx);
+  // Once the workers are done, evaluator nodes get `grace` to finish by themselves
+  // (e.g. evaluate the last checkpoint) before they are stopped; ps nodes are stopped
+  // at once. Default 0. Takes effect at the next frame or tick.
+  void SetEvaluatorGrace(std::chrono::milliseconds grace) { evaluator_grace_ = grace; }
   // A connection refused by the transport (bad token, bad frame, no HELLO in time).
   void CountRejection() { ++rejected_; }
   // Starts the next generation: the nodes of this one are forgotten and their agents'
@@ -132,6 +136,10 @@ class ClusterState {
   bool aborted_ = false;
   std::string abort_reason_;
   bool services_stopping_ = false;
+  bool evaluators_stopping_ = false;
+  TimePoint now_;               // of the last frame or tick
+  TimePoint workers_done_at_;   // once services_stopping_
+  std::chrono::milliseconds evaluator_grace_{0};
   bool finished_ = false;
   int rejected_ = 0;
   std::map<std::string, std::vector<int>> barrier_waiters_;   // name -> conn ids

@@ -239,6 +239,41 @@ TEST_F(ClusterStateTest, ServicesAreStoppedWhenTheWorkersAreDoneThenTheClusterFi
   EXPECT_TRUE(Of(fx, MessageType::kStop).empty());  // once
 }
 
+TEST_F(ClusterStateTest, AnEvaluatorGetsItsGraceOnceTheWorkersAreDone) {
+  FormCluster(3, {1, "chief", true});  // ps, chief, evaluator
+  state_->SetEvaluatorGrace(5s);  // (under the 10 s heartbeat timeout of the ticks below)
+  Effects fx = Send(1, MessageType::kReportExit, {{"exit_code", 0}}, kStart + 1s);
+  auto stops = Of(fx, MessageType::kStop);
+  ASSERT_EQ(stops.size(), 1u);  // the ps at once
+  EXPECT_EQ(stops[0]->conn, 0);
+  fx = {};
+  state_->OnTick(kStart + 5500ms, &fx);
+  EXPECT_TRUE(Of(fx, MessageType::kStop).empty());  // 4.5 s into its grace
+  fx = {};
+  state_->OnTick(kStart + 6s, &fx);
+  stops = Of(fx, MessageType::kStop);
+  ASSERT_EQ(stops.size(), 1u);
+  EXPECT_EQ(stops[0]->conn, 2);
+  fx = {};
+  state_->OnTick(kStart + 7s, &fx);
+  EXPECT_TRUE(Of(fx, MessageType::kStop).empty());  // once
+  EXPECT_FALSE(state_->aborted());
+}
+
+TEST_F(ClusterStateTest, AnEvaluatorThatEndsWithinItsGraceIsNeverStopped) {
+  FormCluster(2, {0, "chief", true});  // chief, evaluator
+  state_->SetEvaluatorGrace(60s);
+  Effects fx = Send(0, MessageType::kReportExit, {{"exit_code", 0}});
+  EXPECT_TRUE(Of(fx, MessageType::kStop).empty());
+  fx = Send(1, MessageType::kReportExit, {{"exit_code", 0}}, kStart + 5s);
+  EXPECT_TRUE(Of(fx, MessageType::kStop).empty());
+  EXPECT_TRUE(state_->finished());
+  // Without a grace, it is stopped with the workers' end, as before.
+  FormCluster(2, {0, "chief", true});
+  fx = Send(0, MessageType::kReportExit, {{"exit_code", 0}});
+  ASSERT_EQ(Of(fx, MessageType::kStop).size(), 1u);
+}
+
 // Lockstep end of data (design 3a): the watermark is the minimum over every fed node.
 TEST_F(ClusterStateTest, FeedSyncWatermarkCoversEveryFedNode) {
   FormCluster(4, {0, "chief", false});  // chief and 3 workers

@@ -285,6 +285,12 @@ void Coordinator::Abort(const std::string& reason) {
   Wake();
 }
 
+void Coordinator::SetEvaluatorGrace(std::chrono::milliseconds grace) {
+  std::lock_guard<std::mutex> lock(mu_);
+  state_.SetEvaluatorGrace(grace);
+  Wake();
+}
+
 int Coordinator::Restart() {
   std::lock_guard<std::mutex> lock(mu_);
   Effects fx;

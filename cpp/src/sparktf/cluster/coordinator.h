@@ -57,6 +57,8 @@ class Coordinator {
   Status WaitFinished(std::chrono::milliseconds timeout);
   // Tells every node to kill its processes; the first reason is kept.
   void Abort(const std::string& reason);
+  // ClusterState::SetEvaluatorGrace.
+  void SetEvaluatorGrace(std::chrono::milliseconds grace);
   // Starts the next generation on the same port (ClusterState::Restart); returns its
   // number. WaitReserved then waits for the new generation's nodes.
   int Restart();
