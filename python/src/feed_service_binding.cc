@@ -72,11 +72,15 @@ class PyFeedReader {
     }
     return out;
   }
-  void Terminate() { Live()->Terminate(); }
+  void Terminate() {
+    FeedReader* r = Live();
+    nb::gil_scoped_release release;  // waits for a Next of another thread to give up
+    r->Terminate();
+  }
   void Fail(const std::string& reason) { Live()->Fail(reason); }
   void Close() { r_.reset(); }
   nb::dict Progress() {
-    const FeedProgress& p = Live()->progress();
+    const FeedProgress p = Live()->progress();
     nb::dict d;
     d["delivered"] = p.delivered;
     d["consumed"] = p.consumed;

@@ -129,6 +129,7 @@ if __name__ == "__main__":
             return max(range(len(scores)), key=lambda i: scores[i])
 
         argmax = udf(argmax_fn, IntegerType())
+        # The pixels go in as they are (0..255) though training scaled them, as in TFoS.
         preds = model.transform(df).withColumn("argmax", argmax("prediction"))
         preds.show(3)
         preds.write.json(args.output)

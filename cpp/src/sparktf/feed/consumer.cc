@@ -19,13 +19,48 @@ FeedReader::~FeedReader() {
 }
 
 void FeedReader::Terminate() {
+  stop_.store(true);
   input_->CloseConsumer(std::string(kConsumerDoneReason));
+  std::lock_guard<std::mutex> lock(mu_);  // a waiting Next sees stop_ and returns
   progress_.finished = true;
   progress_.dropped += rows_.Clear();
   if (sync_) (void)sync_(progress_);
+  Publish();
 }
 
-void FeedReader::Fail(const std::string& reason) { input_->CloseConsumer(reason); }
+void FeedReader::Fail(const std::string& reason) {
+  stop_.store(true);
+  input_->CloseConsumer(reason);
+}
+
+FeedProgress FeedReader::progress() const {
+  std::lock_guard<std::mutex> lock(published_mu_);
+  return published_;
+}
+
+void FeedReader::Publish() {
+  std::lock_guard<std::mutex> lock(published_mu_);
+  published_ = progress_;
+}
+
+Result<std::optional<std::string>> FeedReader::Next(uint64_t n, bool exact, milliseconds timeout) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto out = NextLocked(n, exact, timeout);
+  Publish();
+  return out;
+}
+
+Status FeedReader::PushResults(std::string_view batch, milliseconds timeout) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return PushResultsLocked(batch, timeout);
+}
+
+Result<std::optional<std::vector<ColumnView>>> FeedReader::PeekSchema(milliseconds timeout) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto out = PeekSchemaLocked(timeout);
+  Publish();
+  return out;
+}
 
 Result<bool> FeedReader::PopOne(milliseconds wait) {
   std::string message;
@@ -139,13 +174,15 @@ Status FeedReader::Report() {
   return sync_(progress_).status();
 }
 
-Result<std::optional<std::string>> FeedReader::Next(uint64_t n, bool exact, milliseconds timeout) {
+Result<std::optional<std::string>> FeedReader::NextLocked(uint64_t n, bool exact,
+                                                          milliseconds timeout) {
   if (n == 0) return Status::InvalidArgument("batch size must be positive");
   if (progress_.finished) return std::optional<std::string>{};
   const bool lockstep = sync_ && exact;
   auto deadline = Clock::now() + timeout;
   auto last_sync = Clock::time_point{};
   while (true) {
+    if (stop_.load()) return std::optional<std::string>{};  // Terminate or Fail, elsewhere
     if (rows_.rows() == 0 && partition_ended_) {
       RETURN_NOT_OK(FinishPartition());
       continue;
@@ -209,7 +246,7 @@ Result<std::optional<std::string>> FeedReader::Next(uint64_t n, bool exact, mill
   }
 }
 
-Status FeedReader::PushResults(std::string_view batch, milliseconds timeout) {
+Status FeedReader::PushResultsLocked(std::string_view batch, milliseconds timeout) {
   ASSIGN_OR_RETURN(uint64_t rows, BatchRows(batch));
   if (!results_ && partition_abandoned_) return Status::OK();  // nobody waits for them
   if (!results_) {
@@ -227,10 +264,13 @@ Status FeedReader::PushResults(std::string_view batch, milliseconds timeout) {
   return Status::OK();
 }
 
-Result<std::optional<std::vector<ColumnView>>> FeedReader::PeekSchema(milliseconds timeout) {
+Result<std::optional<std::vector<ColumnView>>> FeedReader::PeekSchemaLocked(
+    milliseconds timeout) {
   auto deadline = Clock::now() + timeout;
   while (rows_.schema().empty()) {
-    if (progress_.closed || progress_.finished) return std::optional<std::vector<ColumnView>>{};
+    if (progress_.closed || progress_.finished || stop_.load()) {
+      return std::optional<std::vector<ColumnView>>{};
+    }
     ASSIGN_OR_RETURN(bool got, PopOne(milliseconds{100}));
     if (got) deadline = Clock::now() + timeout;
     if (Clock::now() >= deadline) {

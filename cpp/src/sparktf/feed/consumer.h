@@ -17,10 +17,12 @@
 // are dropped.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -68,16 +70,21 @@ class FeedReader {
   Result<std::optional<std::string>> Next(uint64_t n, bool exact, std::chrono::milliseconds timeout);
   // Inference: results for the oldest rows handed out and not yet answered.
   Status PushResults(std::string_view batch, std::chrono::milliseconds timeout);
-  // Stops reading on purpose: producers skip the rest of their data.
+  // Stops reading on purpose: producers skip the rest of their data. May be called from
+  // another thread while Next/PeekSchema wait (TFoS's terminate() from the training loop
+  // while a tf.data generator reads): they return the end of the feed within ~100 ms,
+  // and Terminate returns once they have.
   void Terminate();
-  // Stops because of an error: producers fail with `reason`.
+  // Stops because of an error: producers fail with `reason`. Any thread; a waiting
+  // Next/PeekSchema returns the end of the feed.
   void Fail(const std::string& reason);
 
   // Columns of the first batch, waiting for it if needed (for a schema);
   // nullopt if the feed ended without any row.
   Result<std::optional<std::vector<ColumnView>>> PeekSchema(std::chrono::milliseconds timeout);
 
-  const FeedProgress& progress() const { return progress_; }
+  // A snapshot, from any thread (as of the reading thread's last step).
+  FeedProgress progress() const;
   bool lockstep() const { return static_cast<bool>(sync_); }
 
  private:
@@ -92,6 +99,19 @@ class FeedReader {
   // Sends the progress (unless unchanged, or reported less than min_interval ago).
   void ReportProgress(std::chrono::milliseconds min_interval);
 
+  // Copies progress_ for progress(). Called with mu_ held.
+  void Publish();
+  Result<std::optional<std::string>> NextLocked(uint64_t n, bool exact,
+                                                std::chrono::milliseconds timeout);
+  Status PushResultsLocked(std::string_view batch, std::chrono::milliseconds timeout);
+  Result<std::optional<std::vector<ColumnView>>> PeekSchemaLocked(std::chrono::milliseconds timeout);
+
+  // mu_: held by Next, PeekSchema, PushResults and Terminate (one reading thread at a
+  // time); stop_ tells a waiting reader to give up; published_ is progress() across threads.
+  std::mutex mu_;
+  std::atomic<bool> stop_{false};
+  mutable std::mutex published_mu_;
+  FeedProgress published_;
   std::unique_ptr<Ring> input_;
   LockstepSync sync_;
   BatchAssembler rows_;

@@ -43,7 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto got = reader.Next(3, false, 200ms);
     if (!got.ok() || !*got) break;
   }
-  const FeedProgress& p = reader.progress();
+  const FeedProgress p = reader.progress();
   if (p.consumed > p.delivered) __builtin_trap();
   return 0;
 }

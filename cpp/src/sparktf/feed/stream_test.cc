@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <thread>
 
@@ -134,6 +135,38 @@ TEST(FeedReaderTest, TrainFeedEndsWhenInputCloses) {
   producer.join();
   EXPECT_EQ(ids.size(), 100u);
   EXPECT_EQ(reader.progress().consumed, 100u);
+}
+
+// TFoS's pattern: the training loop calls terminate() while a tf.data generator thread
+// waits in next_batch for rows that will never come.
+TEST(FeedReaderTest, TerminateFromAnotherThreadEndsAWaitingNext) {
+  const std::string name = UniqueName("term");
+  FeedReader reader(std::move(Ring::Create(name, 1 << 16)).ValueOrDie(), nullptr);
+  auto feed = std::move(PartitionFeed::Open(name, 0, 0, "", 5s)).ValueOrDie();
+  ASSERT_TRUE(feed->Push(MakeBatch(0, 10), 5s).ok());
+  std::atomic<bool> ended{false};
+  std::thread generator([&] {
+    auto b = reader.Next(4, false, 30s);
+    ASSERT_TRUE(b.ok() && *b);
+    b = reader.Next(8, true, 30s);  // 6 rows there, 8 wanted: waits
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    EXPECT_FALSE(*b);  // the end of the feed, not a timeout
+    ended = true;
+  });
+  while (reader.progress().delivered < 10) std::this_thread::sleep_for(5ms);
+  std::this_thread::sleep_for(100ms);  // the generator waits in Next
+  const auto t0 = std::chrono::steady_clock::now();
+  reader.Terminate();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  generator.join();
+  EXPECT_TRUE(ended);
+  const FeedProgress p = reader.progress();
+  EXPECT_TRUE(p.finished);
+  EXPECT_EQ(p.consumed, 4u);
+  EXPECT_EQ(p.dropped, 6u);
+  auto after = reader.Next(1, false, 1s);  // and it stays ended
+  ASSERT_TRUE(after.ok() && !*after);
+  EXPECT_FALSE(feed->Push(MakeBatch(10, 10), 1s).ok());  // producers are told to stop
 }
 
 TEST(FeedReaderTest, InferenceResultsReturnPerPartition) {
