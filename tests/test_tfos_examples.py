@@ -29,6 +29,9 @@ def _command(script, *args, executors=2):
     return [SPARK_SUBMIT, "--master", f"local-cluster[{executors},1,1024]",
             "--driver-memory", "1g", "--conf", "spark.ui.enabled=false",
             "--conf", f"spark.executor.instances={executors}",
+            # Local paths stay local once the hdfs fixture has put a core-site.xml with
+            # fs.defaultFS=hdfs://... into HADOOP_CONF_DIR (conftest.py).
+            "--conf", "spark.hadoop.fs.defaultFS=file:///",
             str(EXAMPLES / script), *map(str, args)]
 
 
