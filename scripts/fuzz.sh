@@ -8,11 +8,11 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz --target record_reader_fuzz example_fuzz protocol_fuzz batch_fuzz feed_reader_fuzz pickle_fuzz \
-  uri_fuzz feed_service_fuzz agent_frames_fuzz
+  uri_fuzz feed_service_fuzz agent_frames_fuzz output_lines_fuzz
 corpus=build/fuzz/corpus
 crashes=build/fuzz/crashes
 mkdir -p "$corpus/record_reader_fuzz" "$corpus/example_fuzz" "$corpus/protocol_fuzz" \
-  "$corpus/batch_fuzz" "$corpus/feed_reader_fuzz" "$corpus/pickle_fuzz" "$corpus/uri_fuzz" "$corpus/feed_service_fuzz" "$corpus/agent_frames_fuzz" \
+  "$corpus/batch_fuzz" "$corpus/feed_reader_fuzz" "$corpus/pickle_fuzz" "$corpus/uri_fuzz" "$corpus/feed_service_fuzz" "$corpus/agent_frames_fuzz" "$corpus/output_lines_fuzz" \
   "$crashes"
 .venv/bin/python - "$corpus" <<'PY'
 import os, sys, zlib, gzip
@@ -39,6 +39,7 @@ def frame(t, payload):
 reg = b'{"executor_id": 0, "host": "127.0.0.1", "port": 1}'
 protocol = {"register": b"\x01" + frame(10, reg) + frame(12, b"{}") + frame(20, b'{"state":"running"}'),
             "exit": b"\x01" + frame(10, reg) + frame(30, b'{"exit_code": 0}'),
+            "output": b"\x01" + frame(10, reg) + frame(21, b'{"lines": [["stdout", "x"]]}'),
             "barrier": b"\x01" + frame(40, b'{"name": "b", "executor_id": 1, "count": 1}'),
             "status": b"\x01" + frame(60, b"{}"), "nohello": b"\x00" + frame(60, b"{}")}
 for name, data in protocol.items():
@@ -79,6 +80,14 @@ agent = {"spec": frame(11, b'{"num_nodes": 2, "registered": 1}') + frame(13, spe
          "stop": frame(13, spec) + frame(51, b"{}")}
 for name, data in agent.items():
     open(os.path.join(corpus, "agent_frames_fuzz", name), "wb").write(data)
+# Writes: a length byte (bit 0: stderr) then that many bytes of output.
+def writes(*parts):
+    return b"".join(bytes([len(t) << 1 | e]) + t for e, t in parts)
+output = {"lines": writes((0, b"epoch 1\nep"), (1, b"warn\r\n"), (0, b"och 2\n")),
+          "bar": writes((0, b"1/2 [=>]\r2/2 [==]\r"), (0, b"\rdone\n")),
+          "long": writes((1, b"x" * 100), (1, b"\xff\xfe\n"))}
+for name, data in output.items():
+    open(os.path.join(corpus, "output_lines_fuzz", name), "wb").write(data)
 # PySpark's pickled row batches: numbers, text, lists and numpy arrays.
 import pickle
 import numpy as np
@@ -95,7 +104,7 @@ for i, u in enumerate(uris):
 PY
 status=0
 for target in record_reader_fuzz example_fuzz protocol_fuzz batch_fuzz feed_reader_fuzz pickle_fuzz uri_fuzz \
-    feed_service_fuzz agent_frames_fuzz; do
+    feed_service_fuzz agent_frames_fuzz output_lines_fuzz; do
   echo "fuzz: $target for ${seconds}s"
   if ! build/fuzz/cpp/$target "$corpus/$target" -max_total_time="$seconds" -timeout=10 \
        -rss_limit_mb=2048 -max_len=65536 -artifact_prefix="$crashes/$target-" \

@@ -366,3 +366,18 @@ def hangs_in_a_callback(args, ctx):
     model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(1)])
     model.compile(optimizer="sgd", loss="mse")
     model.fit(x, x[:, 0], epochs=2, verbose=0, callbacks=[Hang()])
+
+
+def chatty(args, ctx):
+    """Each node writes numbered lines to stdout and stderr (and a redrawn progress bar,
+    without its last newline); worker 1 then fails if args says so. No TensorFlow."""
+    import sys
+
+    me = f"{ctx.job_name}:{ctx.task_index}"
+    for i in range(3):
+        print(f"out {i} of {me}", flush=True)
+        print(f"err {i} of {me}", file=sys.stderr, flush=True)
+    sys.stdout.write("1/2 [=> ]\r2/2 [==>]")
+    sys.stdout.flush()
+    if args == "fail" and me == "worker:1":
+        raise ValueError("chatty worker:1 fails on purpose")

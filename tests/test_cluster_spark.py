@@ -475,3 +475,39 @@ def test_gpus_from_spark_task_resources(tmp_path):
     assert p.returncode == 0, p.stderr[-3000:]
     seen = [open(tmp_path / f"node-{i}").read() for i in range(2)]
     assert all(s in ("0", "1") for s in seen), seen
+
+
+def test_node_output_is_streamed_to_the_driver_and_kept_per_node(spark, tmp_path, capfd):
+    """Every line a node's TF process writes reaches the driver's stderr as
+    [worker:i] line, and its node's file under node_log_dir, in order, stdout and stderr
+    apart in the echo but each line once; a redrawn progress bar is its last state."""
+    cluster = TFCluster.run(spark.sparkContext, cluster_funs.chatty, "ok", 2,
+                            reservation_timeout=120, node_log_dir=str(tmp_path / "logs"))
+    cluster.shutdown(timeout=120)
+    assert cluster.node_log_dir == str(tmp_path / "logs")
+    echoed = capfd.readouterr().err.splitlines()
+    for node in ("worker:0", "worker:1"):
+        lines = (tmp_path / "logs" / f"{node.replace(':', '-')}.log").read_text().splitlines()
+        assert [x for x in lines if x.startswith("out")] == [f"out {i} of {node}"
+                                                              for i in range(3)], lines
+        assert [x for x in lines if x.startswith("err")] == [f"err {i} of {node}"
+                                                              for i in range(3)], lines
+        assert lines[-1] == "2/2 [==>]", lines
+        ours = [x for x in echoed if x.startswith(f"[{node}] ")]
+        assert sorted(ours) == sorted(f"[{node}] {x}" for x in lines), (ours, lines)
+
+
+def test_a_failed_nodes_error_names_its_log_and_node_output_false_echoes_nothing(
+        spark, tmp_path, capfd):
+    cluster = TFCluster.run(spark.sparkContext, cluster_funs.chatty, "fail", 2,
+                            reservation_timeout=120, node_log_dir=str(tmp_path),
+                            node_output=False)
+    with pytest.raises(errors.Aborted) as exc:
+        cluster.shutdown(timeout=120)
+    log = tmp_path / "worker-1.log"
+    assert f"The output of worker:1: {log}" in str(exc.value), str(exc.value)[-2000:]
+    assert "worker-0.log" not in str(exc.value)  # it did not fail
+    text = log.read_text()
+    assert "out 2 of worker:1" in text
+    assert "ValueError: chatty worker:1 fails on purpose" in text.splitlines(), text
+    assert "[worker:" not in capfd.readouterr().err

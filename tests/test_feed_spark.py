@@ -305,11 +305,11 @@ def test_consumer_killed_mid_feed_fails_fast_and_leaves_nothing(spark, tmp_path,
         cluster.train(rdd, feed_timeout=600)
     raised = time.time()
     killer.join()
-    # The blocked feeding tasks see the dead consumer within the rings' 100 ms liveness
-    # slices (docs/protocol.md); then Spark retries each task and fails the job. The
-    # promise is the README's (within a second, tested at under 3 s), as for an exception
-    # in the consumer (test_consumer_exception_fails_feeding_fast); a loaded CI machine
-    # once took 2.12 s here.
+    # The coordinator aborts the cluster once the agent reports the kill, and the driver
+    # cancels the feeding job within 100 ms of that (docs/reliability.md), whatever
+    # spark.task.maxFailures is (before, the job waited for 4 retries of each task: 2-4 s
+    # on a loaded machine). The README's promise is within a second; tested at under 3 s,
+    # as for an exception in the consumer (test_consumer_exception_fails_feeding_fast).
     print(f"consumer killed to train() raising: {raised - killed[0]:.2f} s")
     assert raised - killed[0] < 1 + 2
     with pytest.raises(errors.Aborted):

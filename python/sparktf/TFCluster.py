@@ -41,6 +41,7 @@ logger = logging.getLogger("sparktf")
 __all__ = ["InputMode", "TFCluster", "run"]
 
 DEFAULT_PROGRESS_TIMEOUT = 1800.0  # seconds a node's main thread may stay put
+_ABORT_POLL_INTERVAL = 0.1  # seconds between a feeding job's looks at the coordinator
 DEFAULT_SLOT_WAIT = 30.0  # seconds to wait for executors to come up before failing
 
 
@@ -360,6 +361,8 @@ def _agent_command(meta: dict, executor_id: int, tmp: str, gpus=(), jvm: int = 0
         cmd += ["--gpus", ",".join(gpus)]
     if meta.get("log_dir"):
         cmd += ["--tensorboard-logdir", meta["log_dir"]]
+    if meta.get("node_logs"):
+        cmd += ["--stream-output"]
     if meta.get("feed_cluster_id"):
         cmd += ["--feed-cluster-id", meta["feed_cluster_id"]]
         if jvm:
@@ -527,7 +530,23 @@ class TFCluster:
 
     def _run_feed_job(self, job, what: str):
         """Runs a feeding job; if it fails because a node failed, raises the
-        node's error (with its traceback) instead of Spark's."""
+        node's error (with its traceback) instead of Spark's. The job is cancelled
+        within _ABORT_POLL_INTERVAL of the coordinator aborting the cluster, so that
+        a dead node ends it at once, not after spark.task.maxFailures retries of
+        each feeding task (each of which finds the node gone)."""
+        tag = f"sparktf-feed-{secrets.token_hex(6)}"
+        done = threading.Event()
+
+        def cancel_on_abort():
+            while not done.wait(_ABORT_POLL_INTERVAL):
+                if self.status()["aborted"]:
+                    self.sc.cancelJobsWithTag(tag)
+                    return
+
+        watcher = threading.Thread(target=cancel_on_abort, name="sparktf-feed-watch",
+                                   daemon=True)
+        self.sc.addJobTag(tag)  # this thread's jobs only; the user's own tags stay
+        watcher.start()
         try:
             return job()
         except Exception as e:  # noqa: BLE001 - re-raised with the node's cause
@@ -539,8 +558,14 @@ class TFCluster:
                 cause = status["abort_reason"] or (
                     f"{n['job_name']}:{n['task_index']} {n['phase']} (exit code "
                     f"{n['exit_code']}, signal {n['signal']})\n{n['traceback']}")
-                raise _NodeFailed(f"{what} failed because a node failed: {cause}", cause) from e
+                logs = self._failed_node_logs(status["nodes"])
+                raise _NodeFailed(f"{what} failed because a node failed: {cause}"
+                                  + (f"\n{logs}" if logs else ""), cause) from e
             raise
+        finally:
+            done.set()
+            watcher.join()
+            self.sc.removeJobTag(tag)
 
     def train(self, data, num_epochs: int = 1, feed_timeout: float = 600, qname: str = "input"):
         """Feeds `data` (an RDD, or a DataFrame through Arrow) to the training
@@ -844,7 +869,8 @@ class TFCluster:
             nodes = self.status()["nodes"]
         except Exception:  # noqa: BLE001 - the message stands alone
             return message
-        spark_says = _explain_lost_nodes(self.sc, nodes, wait=wait)
+        spark_says = "\n".join(filter(None, [_explain_lost_nodes(self.sc, nodes, wait=wait),
+                                              self._failed_node_logs(nodes)]))
         try:
             if self.sc._jsc.sc().isStopped():
                 spark_says = (spark_says + "\n" if spark_says else "") + (
@@ -853,6 +879,19 @@ class TFCluster:
         except Exception:  # noqa: BLE001 - as good as stopped
             pass
         return f"{message}\n{spark_says}" if spark_says else message
+
+    def _failed_node_logs(self, nodes: list) -> str:
+        """Where the whole output of each failed node is (node_log_dir), one line each."""
+        lines = []
+        for n in nodes:
+            if n["phase"] not in ("exited", "lost") or not (
+                    n["exit_code"] or n["signal"] or n["phase"] == "lost"):
+                continue
+            name = f"{n['job_name']}:{n['task_index']}"
+            path = self._coordinator.node_log_path(name)
+            if path and os.path.exists(path):
+                lines.append(f"The output of {name}: {path}")
+        return "\n".join(lines)
 
     def wait(self, timeout: float) -> bool:
         """Waits up to `timeout` s for every node to finish. True when all
@@ -1003,7 +1042,8 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
         input_mode=InputMode.TENSORFLOW, log_dir=None, driver_ps_nodes=False,
         master_node=None, reservation_timeout=600, queues=None, eval_node=False,
         release_port=True, heartbeat_timeout=10.0, restarts=0, restart_backoff=1.0,
-        progress_timeout=DEFAULT_PROGRESS_TIMEOUT, legacy_keras=None):
+        progress_timeout=DEFAULT_PROGRESS_TIMEOUT, legacy_keras=None, node_output=True,
+        node_log_dir=None):
     """Starts a TensorFlow cluster on `num_executors` Spark executors and runs
     ``map_fun(tf_args, ctx)`` on each (TFoS's TFCluster.run). Returns once every
     node has its role; raises a clear error within seconds when Spark cannot
@@ -1028,7 +1068,14 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
     MultiWorkerMirroredStrategy needs (sparktf.compat's default); False keeps Keras 3, and a
     Keras 3 fit/evaluate/predict under a multi-worker strategy then raises at once, naming
     this switch; None (the default): True if the driver has TF_USE_LEGACY_KERAS=1, else
-    False (sparktf.keras_version)."""
+    False (sparktf.keras_version).
+
+    What each node's TF process writes to stdout and stderr comes to the driver: each line
+    is printed on the driver's stderr prefixed with the node (``[worker:1] ...``; off with
+    `node_output=False`) and kept in a file per node under `node_log_dir` (default: a new
+    ``sparktf-logs-*`` directory in the driver's temp dir, kept after the cluster; path in
+    ``cluster.node_log_dir`` and in the errors naming a failed node). It also still goes
+    to the executor's own log."""
     try:  # the standalone package loads faster on the node than pyspark's copy
         import cloudpickle
     except ImportError:
@@ -1063,9 +1110,10 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
     # list; the Spark job group): random, and unrelated to the token.
     cluster_id = secrets.token_hex(8)
     feed_cluster_id = cluster_id if input_mode == InputMode.SPARK else ""
+    node_log_dir = os.path.abspath(node_log_dir or tempfile.mkdtemp(prefix="sparktf-logs-"))
     coordinator = _native.Coordinator(num_executors, token, int(num_ps), master_node or "",
                                       bool(eval_node), _driver_bind_address(sc), 0,
-                                      float(heartbeat_timeout))
+                                      float(heartbeat_timeout), node_log_dir, bool(node_output))
     default_fs = sc._jsc.hadoopConfiguration().get("fs.defaultFS") or "file://"
     if default_fs == "file:///":
         default_fs = "file://"
@@ -1080,10 +1128,12 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
                                                          "queues": list(queues or ["input"])})),
         "feed_cluster_id": feed_cluster_id or None,
         "node_env": keras_version.node_env(legacy_keras),
+        "node_logs": True,
     }
     cluster = TFCluster(sc, coordinator, meta, num_executors, cluster_id, input_mode, log_dir,
                         token, queues, feed_cluster_id, restarts, restart_backoff)
     cluster._coordinator_address = meta["coordinator"]
+    cluster.node_log_dir = node_log_dir
     cluster._driver_nodes_count = int(num_ps) if driver_ps_nodes else 0
     cluster._start_generation()
     return cluster

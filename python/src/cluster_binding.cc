@@ -17,7 +17,8 @@ class PyCoordinator {
  public:
   PyCoordinator(int num_nodes, const std::string& token, int num_ps,
                 const std::string& master_node, bool eval_node, const std::string& bind_host,
-                int port, double heartbeat_timeout) {
+                int port, double heartbeat_timeout, const std::string& node_log_dir,
+                bool echo_node_output) {
     CoordinatorOptions o;
     o.num_nodes = num_nodes;
     o.token = token;
@@ -27,6 +28,8 @@ class PyCoordinator {
     o.bind_host = bind_host;
     o.port = port;
     o.heartbeat_timeout = Ms(heartbeat_timeout);
+    o.node_logs.dir = node_log_dir;
+    o.node_logs.echo_fd = echo_node_output ? 2 : -1;
     c_ = ValueOrThrow(Coordinator::Start(o));
   }
   int port() const { return c_->port(); }
@@ -48,6 +51,7 @@ class PyCoordinator {
   int Restart() { return c_->Restart(); }
   std::string ClusterJson() const { return c_->ClusterJson(); }
   std::string StatusJson() const { return c_->StatusJson(); }
+  std::string NodeLogPath(const std::string& node) const { return c_->NodeLogPath(node); }
   void Shutdown() {
     nb::gil_scoped_release release;
     c_->Shutdown();
@@ -79,11 +83,12 @@ class PyCoordinator {
 void InitCluster(nb::module_& m) {
   nb::class_<PyCoordinator>(m, "Coordinator")
       .def(nb::init<int, const std::string&, int, const std::string&, bool, const std::string&,
-                    int, double>(),
+                    int, double, const std::string&, bool>(),
            nb::arg("num_nodes"), nb::arg("token"), nb::arg("num_ps") = 0,
            nb::arg("master_node") = "", nb::arg("eval_node") = false,
            nb::arg("bind_host") = "0.0.0.0", nb::arg("port") = 0,
-           nb::arg("heartbeat_timeout") = 10.0)
+           nb::arg("heartbeat_timeout") = 10.0, nb::arg("node_log_dir") = "",
+           nb::arg("echo_node_output") = false)
       .def_prop_ro("port", &PyCoordinator::port)
       .def("wait_reserved", &PyCoordinator::WaitReserved, nb::arg("timeout"))
       .def("wait_finished", &PyCoordinator::WaitFinished, nb::arg("timeout"))
@@ -92,6 +97,7 @@ void InitCluster(nb::module_& m) {
       .def("set_evaluator_grace", &PyCoordinator::SetEvaluatorGrace, nb::arg("seconds"))
       .def("cluster_json", &PyCoordinator::ClusterJson)
       .def("status_json", &PyCoordinator::StatusJson)
+      .def("node_log_path", &PyCoordinator::NodeLogPath, nb::arg("node"))
       .def("restart", &PyCoordinator::Restart)
       .def("shutdown", &PyCoordinator::Shutdown);
 

@@ -208,6 +208,9 @@ void AddClusterCommands(CLI::App* app) {
                     "address, SPARK_LOCAL_IP): it becomes the node's address");
   agent->add_option("--spark-executor-id", aa->options.spark_executor,
                     "Spark's id of the executor this node runs in (for messages)");
+  agent->add_flag("--stream-output", aa->options.stream_output,
+                  "Also send what the command writes to the coordinator, in lines, for the "
+                  "driver's log");
   agent->add_option("command", aa->options.command, "The command (after --)")->required();
   agent->callback([aa] {
     aa->options.coordinator = OrFail(ParseHostPort(aa->coordinator), 2);

@@ -72,6 +72,7 @@ void ClusterState::OnFrame(int conn, const Frame& f, TimePoint now, Effects* fx)
       return;
     }
     case MessageType::kHeartbeat: return HandleHeartbeat(conn, f.payload, now);
+    case MessageType::kNodeOutput: return HandleNodeOutput(conn, f.payload, fx);
     case MessageType::kReportExit: return HandleExit(conn, f.payload, fx);
     case MessageType::kBarrier: return HandleBarrier(conn, f.payload, fx);
     case MessageType::kFeedSync: return HandleFeedSync(conn, f.payload, fx);
@@ -345,6 +346,27 @@ void ClusterState::StopServicesOrFinish(Effects* fx) {
   if (!evaluators_stopping_ && (aborted_ || now_ - workers_done_at_ >= evaluator_grace_)) {
     evaluators_stopping_ = true;
     stop(true);
+  }
+}
+
+void ClusterState::HandleNodeOutput(int conn, const std::string& payload, Effects* fx) {
+  NodeState* n = NodeOf(conn);
+  if (!n) return Reject(conn, Status::InvalidArgument("register first"), fx);
+  json j = json::parse(payload, nullptr, false);
+  if (!j.is_object() || !j.contains("lines") || !j["lines"].is_array()) {
+    return Reject(conn, Status::InvalidArgument("NODE_OUTPUT needs lines"), fx);
+  }
+  if (!OfThisGeneration(conn, j, "NODE_OUTPUT", fx)) return;
+  const std::string node = n->role.job_name.empty()
+                               ? "executor:" + std::to_string(n->executor_id)
+                               : n->role.job_name + ":" + std::to_string(n->role.task_index);
+  for (const auto& line : j["lines"]) {
+    if (!line.is_array() || line.size() != 2 || !line[0].is_string() || !line[1].is_string() ||
+        (line[0] != "stdout" && line[0] != "stderr")) {
+      return Reject(conn, Status::InvalidArgument("NODE_OUTPUT lines are [stream, text]"), fx);
+    }
+    fx->output.push_back({node, generation_, line[0].get<std::string>(),
+                          line[1].get<std::string>()});
   }
 }
 

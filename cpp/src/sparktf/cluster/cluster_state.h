@@ -62,8 +62,16 @@ struct Effects {
     MessageType type;
     std::string payload;
   };
+  // Lines a node's TF process wrote (NODE_OUTPUT), for the driver's log (node_logs.h).
+  struct Output {
+    std::string node;  // "worker:1"
+    int generation;
+    std::string stream;  // "stdout" or "stderr"
+    std::string text;    // one line, without its newline
+  };
   std::vector<Message> messages;
   std::vector<int> close;
+  std::vector<Output> output;
 };
 
 class ClusterState {
@@ -112,6 +120,7 @@ class ClusterState {
   void Reject(int conn, const Status& why, Effects* fx);
   void HandleRegister(int conn, const std::string& payload, TimePoint now, Effects* fx);
   void HandleHeartbeat(int conn, const std::string& payload, TimePoint now);
+  void HandleNodeOutput(int conn, const std::string& payload, Effects* fx);
   void HandleExit(int conn, const std::string& payload, Effects* fx);
   void HandleBarrier(int conn, const std::string& payload, Effects* fx);
   void HandleFeedSync(int conn, const std::string& payload, Effects* fx);

@@ -356,5 +356,38 @@ TEST_F(ClusterStateTest, ReservationTimeoutMessageNamesTheMissingAndTheWholeWait
   EXPECT_NE(m.find("on port 4711"), std::string::npos);
 }
 
+TEST_F(ClusterStateTest, NodeOutputIsHandedOnInOrderNamedByTheNodesRole) {
+  FormCluster(2, {0, "chief", false});
+  Effects fx = Send(1, MessageType::kNodeOutput,
+                    {{"lines", json::parse(R"([["stdout", "epoch 1"], ["stderr", "a warning"]])")}});
+  EXPECT_TRUE(fx.messages.empty());
+  ASSERT_EQ(fx.output.size(), 2u);
+  EXPECT_EQ(fx.output[0].node, "worker:0");
+  EXPECT_EQ(fx.output[0].stream, "stdout");
+  EXPECT_EQ(fx.output[0].text, "epoch 1");
+  EXPECT_EQ(fx.output[1].stream, "stderr");
+  EXPECT_EQ(fx.output[1].text, "a warning");
+  EXPECT_EQ(fx.output[1].generation, 0);
+  fx = Send(0, MessageType::kNodeOutput, {{"lines", json::parse(R"([["stdout", "x"]])")}});
+  ASSERT_EQ(fx.output.size(), 1u);
+  EXPECT_EQ(fx.output[0].node, "chief:0");
+}
+
+TEST_F(ClusterStateTest, NodeOutputFromAStrangerOrMalformedOrStaleIsRefused) {
+  FormCluster(2);
+  Effects fx = Send(9, MessageType::kNodeOutput, {{"lines", json::parse(R"([["stdout", "x"]])")}});
+  EXPECT_EQ(Of(fx, MessageType::kError).size(), 1u);  // no node registered on conn 9
+  EXPECT_TRUE(fx.output.empty());
+  for (const json& bad : {json{{"lines", "x"}}, json{{"lines", json::parse(R"([["stdin", "x"]])")}},
+                          json{{"lines", json::parse(R"([["stdout", 3]])")}}, json{{"nolines", 1}}}) {
+    fx = Send(1, MessageType::kNodeOutput, bad);
+    EXPECT_EQ(Of(fx, MessageType::kError).size(), 1u) << bad;
+    EXPECT_TRUE(fx.output.empty()) << bad;
+  }
+  fx = Send(0, MessageType::kNodeOutput, {{"generation", 3}, {"lines", json::parse(R"([["stdout", "x"]])")}});
+  EXPECT_EQ(Of(fx, MessageType::kError).size(), 1u);
+  EXPECT_TRUE(fx.output.empty());
+}
+
 }  // namespace
 }  // namespace sparktf::cluster

@@ -35,7 +35,9 @@ ClusterOptions StateOptions(const CoordinatorOptions& o) {
 }  // namespace
 
 Coordinator::Coordinator(const CoordinatorOptions& options)
-    : options_(options), state_(StateOptions(options), Clock::now()) {}
+    : options_(options),
+      state_(StateOptions(options), Clock::now()),
+      node_logs_(options.node_logs) {}
 
 Result<std::unique_ptr<Coordinator>> Coordinator::Start(const CoordinatorOptions& options) {
   if (options.num_nodes <= 0) {
@@ -110,6 +112,7 @@ void Coordinator::Apply(Effects& fx) {
       pending_.insert(id);
     }
   }
+  for (const auto& line : fx.output) node_logs_.Write(line);
   fx = Effects{};
   cv_.notify_all();
 }
@@ -330,6 +333,11 @@ std::string Coordinator::ClusterJson() const {
 std::string Coordinator::StatusJson() const {
   std::lock_guard<std::mutex> lock(mu_);
   return state_.StatusJson();
+}
+
+std::string Coordinator::NodeLogPath(const std::string& node) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return node_logs_.PathOf(node, state_.generation());
 }
 
 int Coordinator::rejected_connections() const {

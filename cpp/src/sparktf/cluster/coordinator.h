@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "sparktf/cluster/cluster_state.h"
+#include "sparktf/cluster/node_logs.h"
 #include "sparktf/cluster/protocol.h"
 
 namespace sparktf::cluster {
@@ -35,6 +36,9 @@ struct CoordinatorOptions {
   std::chrono::milliseconds hello_timeout = kDefaultHelloTimeout;
   std::chrono::milliseconds heartbeat_timeout = kDefaultHeartbeatTimeout;
   size_t max_frame_size = kDefaultMaxFrameSize;
+  // What the nodes' TF processes write (agents started with stream_output): kept per
+  // node under node_logs.dir and echoed to node_logs.echo_fd (node_logs.h).
+  NodeLogOptions node_logs;
 };
 
 class Coordinator {
@@ -66,6 +70,9 @@ class Coordinator {
   std::string ClusterJson() const;
   // Everything: nodes, phases, exits, errors (JSON).
   std::string StatusJson() const;
+  // The log file of `node` ("worker:1") of the current generation ("" without a
+  // node_logs.dir).
+  std::string NodeLogPath(const std::string& node) const;
   // Connections refused so far (bad token, malformed or oversized frames).
   int rejected_connections() const;
   // Stops the loop thread and closes every socket. Idempotent.
@@ -98,6 +105,7 @@ class Coordinator {
   std::set<int> pending_;  // connections with output to flush or a close to carry out
   int next_conn_id_ = 0;
   ClusterState state_;  // guarded by mu_
+  NodeLogs node_logs_;  // guarded by mu_
 };
 
 }  // namespace sparktf::cluster

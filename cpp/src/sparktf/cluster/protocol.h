@@ -37,6 +37,7 @@ enum class MessageType : uint16_t {
   kAwaitCluster = 12, // node: {} ; answered by kClusterSpec once all registered
   kClusterSpec = 13,  // {"cluster_spec", "job_name", "task_index", "worker_num", ...}
   kHeartbeat = 20,    // node: {"state"}
+  kNodeOutput = 21,   // node: {"generation", "lines": [["stdout"|"stderr", text], ...]}
   kReportExit = 30,   // node: {"exit_code", "signal", "stopped", "traceback", "stderr_tail"}
   kReportAck = 31,    // {}
   kBarrier = 40,      // node: {"name"}

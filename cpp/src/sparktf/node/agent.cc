@@ -23,6 +23,7 @@
 #include "sparktf/common/json_internal.h"
 #include "sparktf/feed/ring.h"
 #include "sparktf/node/agent_frames.h"
+#include "sparktf/node/output_lines.h"
 #include "sparktf/node/feed_service.h"
 
 extern char** environ;
@@ -294,6 +295,8 @@ Result<int> RunAgent(const AgentOptions& o) {
   (void)conn.Send(MessageType::kHeartbeat, running.dump());
 
   TailBuffer tail(o.stderr_tail_lines);
+  OutputLines output;
+  auto next_output = Clock::time_point::max();  // when held output is sent
   int wait_status = 0;
   bool exited = false, stopped = false, coordinator_gone = false;
   std::string stop_reason;
@@ -304,7 +307,8 @@ Result<int> RunAgent(const AgentOptions& o) {
   std::string status_lines;
   // Forwards what the TF process wrote to `from` to this agent's fd `to` (and keeps the
   // last stderr lines), until nothing arrives for timeout_ms or the pipe closes.
-  auto drain = [&](UniqueFd& from, int to, TailBuffer* keep, int timeout_ms) {
+  auto drain = [&](UniqueFd& from, int to, OutputLines::Stream stream, TailBuffer* keep,
+                   int timeout_ms) {
     char buf[8192];
     while (from.valid()) {
       pollfd p{from.get(), POLLIN, 0};
@@ -316,11 +320,23 @@ Result<int> RunAgent(const AgentOptions& o) {
       }
       (void)!::write(to, buf, static_cast<size_t>(n));
       if (keep) keep->Append({buf, static_cast<size_t>(n)});
+      if (o.stream_output) output.Append(stream, {buf, static_cast<size_t>(n)});
     }
   };
+  // Sends the held output lines (a failed send is the coordinator gone: the loop sees it).
+  auto send_output = [&] {
+    next_output = Clock::time_point::max();
+    if (output.empty() || coordinator_gone) return;
+    (void)conn.Send(MessageType::kNodeOutput, output.TakePayload(o.generation));
+  };
   auto drain_output = [&](int timeout_ms) {
-    drain(out_read, 1, nullptr, timeout_ms);
-    drain(err_read, 2, &tail, timeout_ms);
+    drain(out_read, 1, OutputLines::kStdout, nullptr, timeout_ms);
+    drain(err_read, 2, OutputLines::kStderr, &tail, timeout_ms);
+    if (output.pending_bytes() >= 65536) {
+      send_output();
+    } else if (!output.empty() && next_output == Clock::time_point::max()) {
+      next_output = Clock::now() + o.output_interval;
+    }
   };
   // Ends the TF process: SIGTERM, then SIGKILL after `grace` (the full kill grace for a
   // clean stop; a short one when the cluster is going down anyway, since TensorFlow
@@ -341,9 +357,10 @@ Result<int> RunAgent(const AgentOptions& o) {
     const auto progress_deadline =
         watch_progress ? last_progress + o.progress_timeout : Clock::time_point::max();
     auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
-        std::min({next_beat, exit_deadline, progress_deadline}) - Clock::now());
+        std::min({next_beat, exit_deadline, progress_deadline, next_output}) - Clock::now());
     ::poll(fds, 6, static_cast<int>(std::max<int64_t>(wait.count(), 0)));
     if ((fds[3].revents | fds[4].revents) & (POLLIN | POLLHUP)) drain_output(0);
+    if (Clock::now() >= next_output) send_output();
     if (fds[5].revents & (POLLIN | POLLHUP)) {
       char buf[256];
       const ssize_t n = ::read(status_read.get(), buf, sizeof(buf));
@@ -463,6 +480,8 @@ Result<int> RunAgent(const AgentOptions& o) {
   }
   if (tensorboard > 0) KillGroup(tensorboard, 2s);
   drain_output(200);
+  output.FinishPartial();
+  send_output();  // before the exit report, so the driver has it when it learns of the exit
   const int code = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 0;
   const int sig = WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : 0;
   if (feeds) {

@@ -2,7 +2,8 @@
 //
 // It reserves a port, registers with the coordinator, waits for its role,
 // then launches the TF process (its own process group) with TF_CONFIG set,
-// and supervises it: forwards its stderr and keeps the last lines, sends
+// and supervises it: forwards its stdout and stderr (to its own, and with
+// stream_output to the coordinator) and keeps the last stderr lines, sends
 // heartbeats, reports its exit (with the Python traceback the process wrote to
 // the error file), and kills the whole process group when the coordinator
 // says ABORT or STOP, when the coordinator connection drops, or when the agent
@@ -54,6 +55,10 @@ struct AgentOptions {
   // The TF process fails when its main thread has not moved for this long (0: never).
   std::chrono::milliseconds progress_timeout{0};
   size_t stderr_tail_lines = 40;
+  // Also send what the TF process writes to the coordinator (NODE_OUTPUT), in lines,
+  // at most every output_interval (or sooner once 64 KiB are held).
+  bool stream_output = false;
+  std::chrono::milliseconds output_interval{200};
   bool die_with_parent = true;  // PR_SET_PDEATHSIG
   int watch_pid = 0;  // also stop when this process ends (the Spark executor's JVM)
   int ready_fd = -1;  // gets "ready\n" (then closed) once the TF process runs
