@@ -41,8 +41,8 @@ def _env():
 
 def submit(script, *args, cwd, timeout=480, executors=2):
     """Runs an example with spark-submit; its output (stdout and stderr) on success."""
-    p = subprocess.run(_command(script, *args, executors=executors), cwd=cwd, env=_env(), capture_output=True,
-                       text=True, timeout=timeout)
+    p = subprocess.run(_command(script, *args, executors=executors), cwd=cwd, env=_env(),
+                       capture_output=True, text=True, timeout=timeout)
     if p.returncode != 0:
         raise AssertionError(f"{script} exited {p.returncode}:\n{p.stdout[-3000:]}\n"
                              f"{p.stderr[-8000:]}")
@@ -171,7 +171,8 @@ def test_estimator_mnist_spark(mnist, tmp_path):
                  cwd=tmp_path)
     assert exported_accuracy(tmp_path / "export", mnist, output="logits") > 0.8, log[-3000:]
     max_steps = int(TRAIN_ROWS * 5 / 64 / 2 * 0.9)
-    assert _checkpoint_steps(tmp_path / "model") == [40, 50, max_steps]  # every 10 steps, the last 3 kept
+    # every 10 steps, the last 3 kept
+    assert _checkpoint_steps(tmp_path / "model") == [40, 50, max_steps]
 
 
 def test_estimator_mnist_pipeline_trains_from_tfrecords_and_predicts_csv(mnist, tmp_path):
