@@ -381,3 +381,33 @@ def chatty(args, ctx):
     sys.stdout.flush()
     if args == "fail" and me == "worker:1":
         raise ValueError("chatty worker:1 fails on purpose")
+
+
+def keras_fit_with_metrics(args, ctx):
+    """A small Keras fit (one node, no strategy) of 3 epochs x 20 steps, with
+    ctx.metrics_callback(); writes the final loss Keras logged."""
+    import numpy as np
+    import tensorflow as tf
+
+    x = np.random.default_rng(ctx.executor_id).random((640, 4), dtype=np.float32)
+    y = x.sum(axis=1, keepdims=True)
+    model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(1)])
+    model.compile("sgd", "mse", metrics=["mae"])
+    hist = model.fit(x, y, batch_size=32, epochs=3, verbose=0,
+                     callbacks=[ctx.metrics_callback()])
+    with open(os.path.join(args, f"loss-{ctx.executor_id}"), "w") as f:
+        f.write(repr(float(hist.history["loss"][-1])))
+
+
+def steps_for_seconds(args, ctx):
+    """A custom loop that reports a step every 10 ms for args["seconds"] s; the node
+    named by args["slow"] takes 50 ms a step (an input pipeline 5x slower)."""
+    import time
+
+    me = f"{ctx.job_name}:{ctx.task_index}"
+    pause = 0.05 if me == args["slow"] else 0.01
+    step, end = 0, time.monotonic() + args["seconds"]
+    while time.monotonic() < end:
+        time.sleep(pause)
+        step += 1
+        ctx.report(step, loss=1.0)

@@ -169,3 +169,23 @@ def two_queues(args, ctx):
         seen[q] = [rows, total]
     with open(os.path.join(args["out"], f"node-{ctx.executor_id}.json"), "w") as f:
         json.dump(seen, f)
+
+
+def reports_steps(args, ctx):
+    """Reads the feed slowly (a sleep per batch), calling ctx.report every batch as a
+    custom training loop would (step, loss = 1 / step); the last report forced. Writes
+    its step count."""
+    import time
+
+    feed = ctx.get_data_feed(train_mode=True)
+    step = 0
+    while not feed.should_stop():
+        batch = feed.next_batch(50)
+        if len(batch) == 0:
+            continue
+        step += 1
+        time.sleep(0.02)
+        ctx.report(step, epoch=0, loss=1.0 / step, note="not a number")
+    ctx.report(step, epoch=0, force=True, loss=1.0 / max(step, 1))
+    with open(os.path.join(args["out"], f"steps-{ctx.executor_id}"), "w") as f:
+        f.write(str(step))

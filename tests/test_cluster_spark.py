@@ -511,3 +511,36 @@ def test_a_failed_nodes_error_names_its_log_and_node_output_false_echoes_nothing
     assert "out 2 of worker:1" in text
     assert "ValueError: chatty worker:1 fails on purpose" in text.splitlines(), text
     assert "[worker:" not in capfd.readouterr().err
+
+
+def test_the_keras_metrics_callback_reports_steps_and_logs_to_the_status(spark, tmp_path):
+    """ctx.metrics_callback() in model.fit: each node's status holds its last report,
+    at the end of the last epoch: 60 steps, epoch 2, and the loss Keras logged."""
+    cluster = TFCluster.run(spark.sparkContext, cluster_funs.keras_fit_with_metrics,
+                            str(tmp_path), 2, reservation_timeout=120)
+    cluster.shutdown(timeout=300)
+    for node in cluster.status()["nodes"]:
+        training = node["training"]
+        assert training["step"] == 60 and training["epoch"] == 2, training
+        loss = float((tmp_path / f"loss-{node['executor_id']}").read_text())
+        assert training["metrics"]["loss"] == pytest.approx(loss, rel=1e-6), training
+        assert set(training["metrics"]) == {"loss", "mae"}, training
+
+
+def test_a_slow_worker_is_named_a_straggler_with_its_host(spark, capfd):
+    """worker:1 steps 5x slower than worker:0: under half the median rate for 2 s, it is
+    a straggler, warned about once on the driver with its host, and so in the status;
+    worker:0 is not."""
+    cluster = TFCluster.run(spark.sparkContext, cluster_funs.steps_for_seconds,
+                            {"seconds": 10, "slow": "worker:1"}, 2, reservation_timeout=120,
+                            straggler_fraction=0.5, straggler_after=2)
+    cluster.shutdown(timeout=120)
+    nodes = {f"{n['job_name']}:{n['task_index']}": n for n in cluster.status()["nodes"]}
+    assert nodes["worker:1"]["straggler"] is True, nodes["worker:1"]
+    assert nodes["worker:0"]["straggler"] is False, nodes["worker:0"]
+    rates = {k: n["training"]["steps_per_sec"] for k, n in nodes.items()}
+    assert rates["worker:1"] < 0.5 * rates["worker:0"], rates
+    warnings = [x for x in capfd.readouterr().err.splitlines() if "is a straggler" in x]
+    host = nodes["worker:1"]["host"]
+    assert len(warnings) == 1 and warnings[0].startswith(
+        f"sparktf: worker:1 (executor 1 on {host}"), warnings

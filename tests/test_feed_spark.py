@@ -4,6 +4,7 @@
 import glob
 import json
 import os
+import re
 import time
 
 import feed_funs
@@ -373,3 +374,35 @@ def test_a_restart_does_not_feed_again_the_epochs_the_nodes_had_taken(spark, tmp
     gen1 = [json.load(open(p)) for p in sorted(tmp_path.glob("node-1-*.json"))]
     assert sorted(r["rows"] for r in gen1) == [1500, 1500], gen1
     assert sum(r["sum"] for r in gen1) == sum(range(3000))
+
+
+def test_train_prints_progress_lines_with_the_chiefs_reports(spark, tmp_path, clean_after,
+                                                             capfd):
+    """progress=0.3: while train() feeds, lines name the epoch, the rows the workers have
+    taken (of the total once the first epoch is known; train() returns once the rows are
+    in the nodes' rings, before they are all taken) and the chief's step and loss from
+    ctx.report; the status holds each worker's last (forced) report."""
+    sc = spark.sparkContext
+    cluster = TFCluster.run(sc, feed_funs.reports_steps, {"out": str(tmp_path)}, 2,
+                            input_mode=SPARK, progress=0.3, node_output=False)
+    # 1 ms per row to make: feeding takes about 4 s, while the workers keep up
+    rdd = sc.parallelize(range(4000), 4).map(lambda i: (time.sleep(0.001), float(i))[1:])
+    fed = cluster.train(rdd, num_epochs=2)
+    cluster.shutdown(timeout=120)
+    assert fed["rows"] == 8000
+    lines = [x for x in capfd.readouterr().err.splitlines() if x.startswith("sparktf: epoch")]
+    assert len(lines) >= 3, lines
+    taken = [int(re.search(r": ([\d,]+)(?: of [\d,]+)? rows taken", x).group(1).replace(",", ""))
+             for x in lines]
+    assert taken == sorted(taken) and taken[-1] <= 8000, lines
+    assert re.match(r"sparktf: epoch 2/2: [\d,]+ of 8,000 rows taken; worker:0 at step [\d,]+",
+                    lines[-1]), lines
+    assert sum(cluster._taken().values()) == 8000  # in the end, by the workers' reports
+    assert any(re.search(r"worker:0 at step [\d,]+ \([\d.]+ steps/s\), loss [\d.e-]+$", x)
+               for x in lines), lines
+    for node in cluster.status()["nodes"]:
+        steps = int((tmp_path / f"steps-{node['executor_id']}").read_text())
+        training = node["training"]
+        assert training["step"] == steps > 0, training
+        assert training["metrics"] == {"loss": pytest.approx(1.0 / steps)}, training
+        assert training["steps_per_sec"] > 0, training

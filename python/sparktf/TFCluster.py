@@ -41,6 +41,7 @@ logger = logging.getLogger("sparktf")
 __all__ = ["InputMode", "TFCluster", "run"]
 
 DEFAULT_PROGRESS_TIMEOUT = 1800.0  # seconds a node's main thread may stay put
+DEFAULT_PROGRESS_INTERVAL = 10.0  # seconds between cluster.train's progress lines
 _ABORT_POLL_INTERVAL = 0.1  # seconds between a feeding job's looks at the coordinator
 DEFAULT_SLOT_WAIT = 30.0  # seconds to wait for executors to come up before failing
 
@@ -468,6 +469,7 @@ class TFCluster:
         self._failures: list[str] = []  # of the generations before this one
         self.input_mode = input_mode
         self.log_dir = log_dir
+        self.progress_interval = 0.0  # TFCluster.run's progress
         self._closed = False
         self._token = token
         self._coordinator_address = ""
@@ -604,21 +606,28 @@ class TFCluster:
                 fn = feeding.feed_rdd_partition(meta, pickled is not None)
                 return lambda: source.mapPartitionsWithIndex(fn).collect()
         total = {"rows": 0, "skipped": 0, "partitions": 0, "local_partitions": 0}
-        for epoch in range(int(num_epochs)):
+        with _ProgressLines(self, qname, int(num_epochs), self.progress_interval) as progress:
+            self._feed_epochs(make_job, qname, feed_timeout, int(num_epochs), total, progress)
+        if total["skipped"]:
+            logger.warning("sparktf: %d rows were not fed because a consumer stopped reading",
+                           total["skipped"])
+        return total
+
+    def _feed_epochs(self, make_job, qname: str, feed_timeout: float, num_epochs: int,
+                     total: dict, progress: _ProgressLines) -> None:
+        for epoch in range(num_epochs):
             t0 = time.monotonic()
+            progress.epoch = epoch + 1
             stats = self._feed_epoch(make_job, qname, feed_timeout,
                                      f"feeding epoch {epoch + 1}")
             rows = sum(s[1] for s in stats)
+            progress.rows_per_epoch = progress.rows_per_epoch or rows
             total["rows"] += rows
             total["skipped"] += sum(s[2] for s in stats)
             total["partitions"] += len(stats)
             total["local_partitions"] += sum(1 for s in stats if s[3])
             logger.info("sparktf: fed epoch %d/%d: %d rows in %.1f s", epoch + 1, num_epochs,
                         rows, time.monotonic() - t0)
-        if total["skipped"]:
-            logger.warning("sparktf: %d rows were not fed because a consumer stopped reading",
-                           total["skipped"])
-        return total
 
     def _restart_if_failed(self) -> None:
         """A generation that failed while no call watched it (between train() and
@@ -1009,6 +1018,59 @@ def _refuse_dstream(data, what: str) -> None:
             "query.stop(); cluster.shutdown()")
 
 
+class _ProgressLines:
+    """While cluster.train feeds, a line on the driver's stderr every `interval` s: the
+    epoch, the rows the workers have taken (out of the total once an epoch's size is
+    known) and the chief's last training report (ctx.report / ctx.metrics_callback).
+    Whole lines, so that they read the same in a terminal, a notebook and a log, between
+    the nodes' own output lines."""
+
+    def __init__(self, cluster, qname: str, epochs: int, interval: float):
+        self.cluster, self.qname, self.epochs, self.interval = cluster, qname, epochs, interval
+        self.epoch, self.rows_per_epoch = 1, None
+        self._taken_before = self._taken() if interval > 0 else 0  # earlier train() calls'
+        self._printed = False
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="sparktf-progress", daemon=True)
+
+    def __enter__(self):
+        if self.interval > 0:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._done.set()
+        if self._thread.is_alive():
+            self._thread.join()
+            if exc[0] is None and self._printed:  # where it ended
+                print(self.line(), file=sys.stderr, flush=True)
+
+    def _taken(self) -> int:
+        return sum(n for (q, _), n in self.cluster._taken().items() if q == self.qname)
+
+    def line(self) -> str:
+        status = self.cluster.status()
+        taken = self._taken() - self._taken_before
+        total = f" of {self.rows_per_epoch * self.epochs:,}" if self.rows_per_epoch else ""
+        text = f"sparktf: epoch {self.epoch}/{self.epochs}: {taken:,}{total} rows taken"
+        chief = next((n for n in status["nodes"] if n["is_chief"]), None)
+        training = (chief or {}).get("training")
+        if training:
+            text += f"; {chief['job_name']}:{chief['task_index']} at step {training['step']:,}"
+            if training.get("steps_per_sec"):
+                text += f" ({training['steps_per_sec']:.1f} steps/s)"
+            text += "".join(f", {k} {v:.4g}" for k, v in training["metrics"].items())
+        return text
+
+    def _run(self) -> None:
+        while not self._done.wait(self.interval):
+            try:
+                print(self.line(), file=sys.stderr, flush=True)
+                self._printed = True
+            except Exception as e:  # noqa: BLE001 - progress must never fail training
+                logger.debug("sparktf: progress line: %s", e)
+
+
 class _FedEpoch(typing.NamedTuple):
     make_job: object  # meta -> the Spark job that feeds the epoch
     qname: str
@@ -1043,7 +1105,8 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
         master_node=None, reservation_timeout=600, queues=None, eval_node=False,
         release_port=True, heartbeat_timeout=10.0, restarts=0, restart_backoff=1.0,
         progress_timeout=DEFAULT_PROGRESS_TIMEOUT, legacy_keras=None, node_output=True,
-        node_log_dir=None):
+        node_log_dir=None, progress=DEFAULT_PROGRESS_INTERVAL, straggler_fraction=0.5,
+        straggler_after=30.0):
     """Starts a TensorFlow cluster on `num_executors` Spark executors and runs
     ``map_fun(tf_args, ctx)`` on each (TFoS's TFCluster.run). Returns once every
     node has its role; raises a clear error within seconds when Spark cannot
@@ -1075,7 +1138,17 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
     `node_output=False`) and kept in a file per node under `node_log_dir` (default: a new
     ``sparktf-logs-*`` directory in the driver's temp dir, kept after the cluster; path in
     ``cluster.node_log_dir`` and in the errors naming a failed node). It also still goes
-    to the executor's own log."""
+    to the executor's own log.
+
+    While ``cluster.train`` feeds, a progress line goes to the driver's stderr every
+    `progress` s (the epoch, rows taken out of the total once known, the chief's step,
+    steps/s and metrics from ``ctx.report`` / ``ctx.metrics_callback()``); 0 or None
+    turns it off.
+
+    A training node whose step rate (from those reports) stays under
+    `straggler_fraction` of the median rate of the training nodes for `straggler_after`
+    s is a straggler: warned about on the driver's stderr with its host, and
+    ``"straggler": true`` in its node of ``cluster.status()``; 0 turns this off."""
     try:  # the standalone package loads faster on the node than pyspark's copy
         import cloudpickle
     except ImportError:
@@ -1113,7 +1186,8 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
     node_log_dir = os.path.abspath(node_log_dir or tempfile.mkdtemp(prefix="sparktf-logs-"))
     coordinator = _native.Coordinator(num_executors, token, int(num_ps), master_node or "",
                                       bool(eval_node), _driver_bind_address(sc), 0,
-                                      float(heartbeat_timeout), node_log_dir, bool(node_output))
+                                      float(heartbeat_timeout), node_log_dir, bool(node_output),
+                                      float(straggler_fraction or 0), float(straggler_after))
     default_fs = sc._jsc.hadoopConfiguration().get("fs.defaultFS") or "file://"
     if default_fs == "file:///":
         default_fs = "file://"
@@ -1134,6 +1208,7 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
                         token, queues, feed_cluster_id, restarts, restart_backoff)
     cluster._coordinator_address = meta["coordinator"]
     cluster.node_log_dir = node_log_dir
+    cluster.progress_interval = float(progress or 0)
     cluster._driver_nodes_count = int(num_ps) if driver_ps_nodes else 0
     cluster._start_generation()
     return cluster

@@ -12,7 +12,9 @@ reserved port, held open until :meth:`NodeContext.release_port`),
 from __future__ import annotations
 
 import json
+import math
 import os
+import select
 import shutil
 import sys
 import tempfile
@@ -242,6 +244,41 @@ class NodeContext:
 
         _native.barrier(self._coordinator, self._token, name, self.executor_id, 0, timeout,
                         self.restart_count)
+
+    def report(self, step: int, epoch: int | None = None, force: bool = False,
+               **metrics) -> bool:
+        """Reports this node's training progress (a custom loop's hook; Keras:
+        metrics_callback): the step, and numbers such as loss=..., shown by
+        cluster.status() and on the driver. Cheap to call every step: at most one report
+        per 0.5 s goes to the node agent (force=True sends this one, e.g. the last);
+        values are read (a tensor's .numpy()) only for the reports sent. True if sent."""
+        return _metrics.report(step, epoch, metrics, force)
+
+    def metrics_callback(self):
+        """A Keras callback that reports step, epoch, loss and the metrics Keras logs
+        (ctx.report), from whichever Keras the node runs (tf.keras):
+        ``model.fit(..., callbacks=[ctx.metrics_callback()])``."""
+        import tensorflow as tf
+
+        reporter = _metrics
+
+        class SparktfMetrics(tf.keras.callbacks.Callback):
+            def __init__(self):
+                super().__init__()
+                self._supports_tf_logs = True  # no per-step sync to numpy for us
+                self.step, self.epoch = 0, 0
+
+            def on_epoch_begin(self, epoch, logs=None):
+                self.epoch = epoch
+
+            def on_train_batch_end(self, batch, logs=None):
+                self.step += 1
+                reporter.report(self.step, self.epoch, logs, False)
+
+            def on_epoch_end(self, epoch, logs=None):
+                reporter.report(self.step, epoch, logs, True)
+
+        return SparktfMetrics()
 
     def export_model(self, model, export_dir: str) -> str | None:
         """Exports a SavedModel. Every worker must call it (saving may run
@@ -484,6 +521,41 @@ def _report_progress(interval: float = 1.0) -> None:
             last = now
 
     threading.Thread(target=watch, name="sparktf-progress", daemon=True).start()
+
+
+class _MetricsReporter:
+    """Turns ctx.report calls into "metrics {json}" lines on the agent's status pipe: at
+    most one per `interval` s unless forced, within a pipe's atomic write size."""
+
+    def __init__(self, interval: float = 0.5):
+        self.interval = interval
+        self._last = float("-inf")
+
+    def report(self, step, epoch, metrics, force: bool) -> bool:
+        now = time.monotonic()
+        if not force and now - self._last < self.interval:
+            return False
+        self._last = now
+        values = {}
+        for name, value in (metrics or {}).items():
+            try:
+                number = float(value.numpy() if hasattr(value, "numpy") else value)
+            except (TypeError, ValueError):
+                continue  # not a scalar: not a metric to show
+            if math.isfinite(number):
+                values[str(name)[:64]] = number
+        line = {"step": int(step), "metrics": values}
+        if epoch is not None:
+            line["epoch"] = int(epoch)
+        data = b"metrics " + json.dumps(line).encode() + b"\n"
+        if len(data) > select.PIPE_BUF:  # whole or not at all: never interleaved
+            data = b"metrics " + json.dumps({k: v for k, v in line.items()
+                                             if k != "metrics"}).encode() + b"\n"
+        _tell_agent(data)
+        return True
+
+
+_metrics = _MetricsReporter()
 
 
 def _tell_agent_done() -> None:

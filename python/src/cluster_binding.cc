@@ -18,7 +18,7 @@ class PyCoordinator {
   PyCoordinator(int num_nodes, const std::string& token, int num_ps,
                 const std::string& master_node, bool eval_node, const std::string& bind_host,
                 int port, double heartbeat_timeout, const std::string& node_log_dir,
-                bool echo_node_output) {
+                bool echo_node_output, double straggler_fraction, double straggler_after) {
     CoordinatorOptions o;
     o.num_nodes = num_nodes;
     o.token = token;
@@ -30,6 +30,8 @@ class PyCoordinator {
     o.heartbeat_timeout = Ms(heartbeat_timeout);
     o.node_logs.dir = node_log_dir;
     o.node_logs.echo_fd = echo_node_output ? 2 : -1;
+    o.straggler_fraction = straggler_fraction;
+    o.straggler_after = Ms(straggler_after);
     c_ = ValueOrThrow(Coordinator::Start(o));
   }
   int port() const { return c_->port(); }
@@ -83,12 +85,13 @@ class PyCoordinator {
 void InitCluster(nb::module_& m) {
   nb::class_<PyCoordinator>(m, "Coordinator")
       .def(nb::init<int, const std::string&, int, const std::string&, bool, const std::string&,
-                    int, double, const std::string&, bool>(),
+                    int, double, const std::string&, bool, double, double>(),
            nb::arg("num_nodes"), nb::arg("token"), nb::arg("num_ps") = 0,
            nb::arg("master_node") = "", nb::arg("eval_node") = false,
            nb::arg("bind_host") = "0.0.0.0", nb::arg("port") = 0,
            nb::arg("heartbeat_timeout") = 10.0, nb::arg("node_log_dir") = "",
-           nb::arg("echo_node_output") = false)
+           nb::arg("echo_node_output") = false, nb::arg("straggler_fraction") = 0.5,
+           nb::arg("straggler_after") = 30.0)
       .def_prop_ro("port", &PyCoordinator::port)
       .def("wait_reserved", &PyCoordinator::WaitReserved, nb::arg("timeout"))
       .def("wait_finished", &PyCoordinator::WaitFinished, nb::arg("timeout"))

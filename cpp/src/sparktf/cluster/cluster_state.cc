@@ -1,6 +1,7 @@
 #include "sparktf/cluster/cluster_state.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "sparktf/common/json_internal.h"
@@ -73,6 +74,7 @@ void ClusterState::OnFrame(int conn, const Frame& f, TimePoint now, Effects* fx)
     }
     case MessageType::kHeartbeat: return HandleHeartbeat(conn, f.payload, now);
     case MessageType::kNodeOutput: return HandleNodeOutput(conn, f.payload, fx);
+    case MessageType::kNodeMetrics: return HandleNodeMetrics(conn, f.payload, now, fx);
     case MessageType::kReportExit: return HandleExit(conn, f.payload, fx);
     case MessageType::kBarrier: return HandleBarrier(conn, f.payload, fx);
     case MessageType::kFeedSync: return HandleFeedSync(conn, f.payload, fx);
@@ -314,7 +316,55 @@ void ClusterState::OnTick(TimePoint now, Effects* fx) {
             fx);
     }
   }
+  FindStragglers(now, fx);
   StopServicesOrFinish(fx);
+}
+
+void ClusterState::FindStragglers(TimePoint now, Effects* fx) {
+  if (options_.straggler_fraction <= 0) return;
+  std::vector<NodeState*> training;
+  std::vector<double> rates;
+  for (auto& [id, n] : nodes_) {
+    if (n.phase != NodeState::kRunning || n.role.serves_until_stopped ||
+        !n.training.is_object() || !n.training["steps_per_sec"].is_number()) {
+      continue;
+    }
+    training.push_back(&n);
+    rates.push_back(n.training["steps_per_sec"].get<double>());
+  }
+  if (training.size() < 2) return;
+  std::sort(rates.begin(), rates.end());
+  const double median = (rates[(rates.size() - 1) / 2] + rates[rates.size() / 2]) / 2;
+  auto fixed = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.1f", v);
+    return std::string(buf);
+  };
+  for (NodeState* n : training) {
+    const double rate = n->training["steps_per_sec"].get<double>();
+    const std::string rates_text = fixed(rate) + " steps/s against a median of " +
+                                   fixed(median) + " over the " +
+                                   std::to_string(training.size()) + " training nodes";
+    if (rate < options_.straggler_fraction * median) {
+      if (!n->slow) {
+        n->slow = true;
+        n->slow_since = now;
+      }
+      if (!n->straggler && now - n->slow_since >= options_.straggler_after) {
+        n->straggler = true;
+        const auto secs =
+            std::chrono::duration_cast<std::chrono::seconds>(now - n->slow_since).count();
+        fx->warnings.push_back(Describe(*n) + " is a straggler: " + rates_text + " (under " +
+                               fixed(options_.straggler_fraction * 100) + "% of it for " +
+                               std::to_string(secs) + " s)");
+      }
+    } else {
+      if (n->straggler) {
+        fx->warnings.push_back(Describe(*n) + " is no longer a straggler: " + rates_text);
+      }
+      n->slow = n->straggler = false;
+    }
+  }
 }
 
 void ClusterState::StopServicesOrFinish(Effects* fx) {
@@ -370,6 +420,33 @@ void ClusterState::HandleNodeOutput(int conn, const std::string& payload, Effect
   }
 }
 
+void ClusterState::HandleNodeMetrics(int conn, const std::string& payload, TimePoint now,
+                                     Effects* fx) {
+  NodeState* n = NodeOf(conn);
+  if (!n) return Reject(conn, Status::InvalidArgument("register first"), fx);
+  json j = json::parse(payload, nullptr, false);
+  if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer() ||
+      (j.contains("metrics") && !j["metrics"].is_object())) {
+    return Reject(conn, Status::InvalidArgument("NODE_METRICS needs an integer step"), fx);
+  }
+  if (!OfThisGeneration(conn, j, "NODE_METRICS", fx)) return;
+  json t = {{"step", j["step"]}, {"epoch", JsonGetOr(j, "epoch", 0)},
+            {"metrics", json::object()}, {"steps_per_sec", nullptr}};
+  if (j.contains("metrics")) {
+    for (const auto& [name, value] : j["metrics"].items()) {
+      if (value.is_number()) t["metrics"][name] = value;  // anything else is dropped
+    }
+  }
+  if (n->training.is_object()) {
+    const double secs = std::chrono::duration<double>(now - n->training_at).count();
+    const int64_t steps = t["step"].get<int64_t>() - n->training["step"].get<int64_t>();
+    t["steps_per_sec"] = secs > 0 && steps >= 0 ? json(steps / secs)
+                                                : n->training["steps_per_sec"];
+  }
+  n->training = std::move(t);
+  n->training_at = now;
+}
+
 std::string ClusterState::Describe(const NodeState& n) const {
   const std::string role = n.role.job_name.empty()
                                ? "node"
@@ -415,7 +492,8 @@ std::string ClusterState::StatusJson() const {
                      {"exit_code", n.exit_code}, {"signal", n.signal}, {"stopped", n.stopped},
                      {"traceback", n.traceback}, {"tensorboard", n.tensorboard},
                      {"feed_port", n.feed_port}, {"spark_executor", n.spark_executor},
-                     {"container", n.container}, {"reason", n.reason}});
+                     {"container", n.container}, {"reason", n.reason},
+                     {"training", n.training}, {"straggler", n.straggler}});
   }
   json feeds = json::object();
   for (const auto& [qname, per_node] : feeds_) {

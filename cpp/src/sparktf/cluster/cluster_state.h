@@ -28,6 +28,11 @@ struct ClusterOptions {
   int num_nodes = 0;
   RoleOptions roles;
   std::chrono::milliseconds heartbeat_timeout = kDefaultHeartbeatTimeout;
+  // A training node (not ps or evaluator) whose step rate (NODE_METRICS) stays under
+  // straggler_fraction of the median of the training nodes' rates for straggler_after is
+  // a straggler: named in the status and warned about once. 0 turns this off.
+  double straggler_fraction = 0.5;
+  std::chrono::milliseconds straggler_after{30000};
 };
 
 // What the coordinator knows of one node (an executor's agent).
@@ -50,6 +55,13 @@ struct NodeState {
   int feed_port = 0;           // its agent's feed service (SPARK mode), 0 if none
   std::string spark_executor;  // Spark's executor id, if the agent was told it
   std::string container;       // the YARN container it runs in, if any
+  // Its training progress (NODE_METRICS): the last report, with "steps_per_sec" over the
+  // last two reports added; null before any.
+  nlohmann::json training;
+  TimePoint training_at;
+  bool slow = false;       // under the straggler fraction of the median, since slow_since
+  TimePoint slow_since;
+  bool straggler = false;  // slow for straggler_after
   int conn = -1;               // connection id of its agent; -1 once closed
   TimePoint last_seen;
 };
@@ -72,6 +84,8 @@ struct Effects {
   std::vector<Message> messages;
   std::vector<int> close;
   std::vector<Output> output;
+  // Warnings for the driver's log (stragglers).
+  std::vector<std::string> warnings;
 };
 
 class ClusterState {
@@ -121,6 +135,8 @@ class ClusterState {
   void HandleRegister(int conn, const std::string& payload, TimePoint now, Effects* fx);
   void HandleHeartbeat(int conn, const std::string& payload, TimePoint now);
   void HandleNodeOutput(int conn, const std::string& payload, Effects* fx);
+  void HandleNodeMetrics(int conn, const std::string& payload, TimePoint now, Effects* fx);
+  void FindStragglers(TimePoint now, Effects* fx);
   void HandleExit(int conn, const std::string& payload, Effects* fx);
   void HandleBarrier(int conn, const std::string& payload, Effects* fx);
   void HandleFeedSync(int conn, const std::string& payload, Effects* fx);

@@ -66,6 +66,8 @@ class ClusterStateTest : public ::testing::Test {
     o.num_nodes = nodes;
     o.roles = roles;
     o.heartbeat_timeout = 10s;
+    o.straggler_fraction = 0.5;
+    o.straggler_after = 5s;
     state_ = std::make_unique<ClusterState>(o, kStart);
   }
   Effects Send(int conn, MessageType type, const json& payload, TimePoint at = kStart) {
@@ -387,6 +389,134 @@ TEST_F(ClusterStateTest, NodeOutputFromAStrangerOrMalformedOrStaleIsRefused) {
   fx = Send(0, MessageType::kNodeOutput, {{"generation", 3}, {"lines", json::parse(R"([["stdout", "x"]])")}});
   EXPECT_EQ(Of(fx, MessageType::kError).size(), 1u);
   EXPECT_TRUE(fx.output.empty());
+}
+
+TEST_F(ClusterStateTest, NodeMetricsAreTheLastReportWithAStepRateInTheStatus) {
+  FormCluster(2);
+  auto training = [&](int node) -> json {
+    const json status = json::parse(state_->StatusJson());
+    for (const auto& n : status["nodes"]) {
+      if (n["executor_id"] == node) return n["training"];
+    }
+    return json();
+  };
+  EXPECT_TRUE(training(0).is_null());
+  Effects fx = Send(0, MessageType::kNodeMetrics,
+                    {{"step", 100}, {"epoch", 1},
+                     {"metrics", {{"loss", 0.5}, {"accuracy", 0.75}, {"note", "x"}}}},
+                    kStart);
+  EXPECT_TRUE(fx.messages.empty());
+  json t = training(0);
+  EXPECT_EQ(t["step"], 100);
+  EXPECT_EQ(t["epoch"], 1);
+  EXPECT_EQ(t["metrics"], (json{{"loss", 0.5}, {"accuracy", 0.75}}));  // numbers only
+  EXPECT_TRUE(t["steps_per_sec"].is_null());  // one report: no rate yet
+  Send(0, MessageType::kNodeMetrics, {{"step", 300}, {"metrics", {{"loss", 0.25}}}},
+       kStart + 2s);
+  t = training(0);
+  EXPECT_EQ(t["step"], 300);
+  EXPECT_DOUBLE_EQ(t["steps_per_sec"].get<double>(), 100.0);
+  EXPECT_EQ(t["metrics"], (json{{"loss", 0.25}}));
+  EXPECT_TRUE(training(1).is_null());
+  for (const json& bad : {json{{"epoch", 1}}, json{{"step", "3"}},
+                          json{{"step", 3}, {"metrics", 1}}}) {
+    fx = Send(1, MessageType::kNodeMetrics, bad);
+    EXPECT_EQ(Of(fx, MessageType::kError).size(), 1u) << bad;
+  }
+  fx = Send(0, MessageType::kNodeMetrics, {{"step", 1}, {"generation", 2}});
+  EXPECT_EQ(Of(fx, MessageType::kError).size(), 1u);
+  EXPECT_EQ(training(0)["step"], 300);
+}
+
+TEST_F(ClusterStateTest, AWorkerUnderHalfTheMedianRateForLongEnoughIsAStraggler) {
+  FormCluster(4, {1, "", false});  // a ps (never a straggler), 3 workers
+  // Each second: the ps 1 step, workers 1 and 2 100 steps, worker 3 (executor 3) 40.
+  const std::map<int, int> per_second = {{0, 1}, {1, 100}, {2, 100}, {3, 40}};
+  auto second = [&](int t) {
+    Effects fx;
+    for (const auto& [node, n] : per_second) {
+      Send(node, MessageType::kHeartbeat, {{"state", "running"}}, kStart + std::chrono::seconds(t));
+      Send(node, MessageType::kNodeMetrics, {{"step", t * n}}, kStart + std::chrono::seconds(t));
+    }
+    state_->OnTick(kStart + std::chrono::seconds(t), &fx);
+    return fx;
+  };
+  auto stragglers = [&] {
+    std::vector<int> out;
+    const json status = json::parse(state_->StatusJson());
+    for (const auto& n : status["nodes"]) {
+      if (n["straggler"] == true) out.push_back(n["executor_id"]);
+    }
+    return out;
+  };
+  std::vector<std::string> warnings;
+  for (int t = 0; t <= 6; ++t) {
+    Effects fx = second(t);
+    warnings.insert(warnings.end(), fx.warnings.begin(), fx.warnings.end());
+    if (t < 6) {
+      EXPECT_TRUE(stragglers().empty()) << t;  // slow since t=1: 5 s at t=6
+    }
+  }
+  EXPECT_EQ(stragglers(), std::vector<int>{3});
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0],
+            "worker:2 (executor 3 on h3) is a straggler: 40.0 steps/s against a median of "
+            "100.0 over the 3 training nodes (under 50.0% of it for 5 s)");
+  EXPECT_TRUE(second(7).warnings.empty());  // warned once
+  // It catches up: no longer a straggler, said once.
+  Effects fx;
+  Send(3, MessageType::kNodeMetrics, {{"step", 7 * 40 + 200}}, kStart + 9s);
+  state_->OnTick(kStart + 9s, &fx);
+  EXPECT_TRUE(stragglers().empty());
+  ASSERT_EQ(fx.warnings.size(), 1u);
+  EXPECT_NE(fx.warnings[0].find("worker:2 (executor 3 on h3) is no longer a straggler"),
+            std::string::npos)
+      << fx.warnings[0];
+}
+
+TEST_F(ClusterStateTest, AShortDipIsNoStragglerAndAFractionOfZeroTurnsItOff) {
+  auto report = [&](int node, int step, std::chrono::seconds t) {
+    Send(node, MessageType::kHeartbeat, {{"state", "running"}}, kStart + t);
+    Send(node, MessageType::kNodeMetrics, {{"step", step}}, kStart + t);
+  };
+  auto warnings_at = [&](std::chrono::seconds t) {
+    Effects fx;
+    state_->OnTick(kStart + t, &fx);
+    return fx.warnings;
+  };
+  FormCluster(2);
+  report(0, 0, 0s);
+  report(1, 0, 0s);
+  report(0, 100, 1s);
+  report(1, 10, 1s);  // 10 steps/s against 100: slow, for 4 s only
+  for (int t = 1; t <= 4; ++t) {
+    EXPECT_TRUE(warnings_at(std::chrono::seconds(t)).empty()) << t;
+  }
+  report(0, 500, 5s);
+  report(1, 400, 5s);  // 97.5 steps/s
+  EXPECT_TRUE(warnings_at(8s).empty());
+  EXPECT_TRUE(warnings_at(9s).empty());
+  // The same slow node, with stragglers turned off.
+  ClusterOptions off;
+  off.num_nodes = 2;
+  off.straggler_fraction = 0;
+  off.straggler_after = 0s;
+  state_ = std::make_unique<ClusterState>(off, kStart);
+  for (int i = 0; i < 2; ++i) Register(i);
+  report(0, 0, 0s);
+  report(1, 0, 0s);
+  report(0, 100, 1s);
+  report(1, 1, 1s);
+  EXPECT_TRUE(warnings_at(5s).empty());
+  // ... and on: the control.
+  off.straggler_fraction = 0.5;
+  state_ = std::make_unique<ClusterState>(off, kStart);
+  for (int i = 0; i < 2; ++i) Register(i);
+  report(0, 0, 0s);
+  report(1, 0, 0s);
+  report(0, 100, 1s);
+  report(1, 1, 1s);
+  EXPECT_EQ(warnings_at(5s).size(), 1u);
 }
 
 }  // namespace

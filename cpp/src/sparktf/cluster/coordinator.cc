@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <iostream>
 
 namespace sparktf::cluster {
 
@@ -29,6 +30,8 @@ ClusterOptions StateOptions(const CoordinatorOptions& o) {
   c.num_nodes = o.num_nodes;
   c.roles = {o.num_ps, o.master_node, o.eval_node};
   c.heartbeat_timeout = o.heartbeat_timeout;
+  c.straggler_fraction = o.straggler_fraction;
+  c.straggler_after = o.straggler_after;
   return c;
 }
 
@@ -113,6 +116,7 @@ void Coordinator::Apply(Effects& fx) {
     }
   }
   for (const auto& line : fx.output) node_logs_.Write(line);
+  for (const auto& warning : fx.warnings) std::cerr << "sparktf: " << warning << std::endl;
   fx = Effects{};
   cv_.notify_all();
 }

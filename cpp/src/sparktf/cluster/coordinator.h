@@ -39,6 +39,9 @@ struct CoordinatorOptions {
   // What the nodes' TF processes write (agents started with stream_output): kept per
   // node under node_logs.dir and echoed to node_logs.echo_fd (node_logs.h).
   NodeLogOptions node_logs;
+  // ClusterOptions: stragglers are warned about on stderr ("sparktf: ...").
+  double straggler_fraction = 0.5;
+  std::chrono::milliseconds straggler_after{30000};
 };
 
 class Coordinator {

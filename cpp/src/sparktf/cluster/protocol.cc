@@ -24,6 +24,7 @@ std::string_view MessageTypeName(MessageType type) {
     case MessageType::kClusterSpec: return "CLUSTER_SPEC";
     case MessageType::kHeartbeat: return "HEARTBEAT";
     case MessageType::kNodeOutput: return "NODE_OUTPUT";
+    case MessageType::kNodeMetrics: return "NODE_METRICS";
     case MessageType::kReportExit: return "REPORT_EXIT";
     case MessageType::kReportAck: return "REPORT_ACK";
     case MessageType::kBarrier: return "BARRIER";

@@ -38,6 +38,7 @@ enum class MessageType : uint16_t {
   kClusterSpec = 13,  // {"cluster_spec", "job_name", "task_index", "worker_num", ...}
   kHeartbeat = 20,    // node: {"state"}
   kNodeOutput = 21,   // node: {"generation", "lines": [["stdout"|"stderr", text], ...]}
+  kNodeMetrics = 22,  // node: {"generation", "step", "epoch", "metrics": {name: number}}
   kReportExit = 30,   // node: {"exit_code", "signal", "stopped", "traceback", "stderr_tail"}
   kReportAck = 31,    // {}
   kBarrier = 40,      // node: {"name"}

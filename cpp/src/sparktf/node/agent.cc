@@ -38,6 +38,9 @@ using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
+// At most one NODE_METRICS per node per this (its TF process reports every 0.5 s at most).
+constexpr auto kMetricsInterval = 1s;
+
 // Keeps the last N lines written through it.
 class TailBuffer {
  public:
@@ -297,6 +300,10 @@ Result<int> RunAgent(const AgentOptions& o) {
   TailBuffer tail(o.stderr_tail_lines);
   OutputLines output;
   auto next_output = Clock::time_point::max();  // when held output is sent
+  // The TF process's last training report ("metrics {json}" on the status pipe), sent as
+  // NODE_METRICS at most once per kMetricsInterval: the latest wins.
+  std::string metrics;
+  auto next_metrics = Clock::now();
   int wait_status = 0;
   bool exited = false, stopped = false, coordinator_gone = false;
   std::string stop_reason;
@@ -329,6 +336,15 @@ Result<int> RunAgent(const AgentOptions& o) {
     if (output.empty() || coordinator_gone) return;
     (void)conn.Send(MessageType::kNodeOutput, output.TakePayload(o.generation));
   };
+  auto send_metrics = [&] {
+    json m = json::parse(metrics, nullptr, false);
+    metrics.clear();
+    next_metrics = Clock::now() + kMetricsInterval;
+    if (!m.is_object() || coordinator_gone) return;
+    m["generation"] = o.generation;
+    (void)conn.Send(MessageType::kNodeMetrics,
+                    m.dump(-1, ' ', false, json::error_handler_t::replace));
+  };
   auto drain_output = [&](int timeout_ms) {
     drain(out_read, 1, OutputLines::kStdout, nullptr, timeout_ms);
     drain(err_read, 2, OutputLines::kStderr, &tail, timeout_ms);
@@ -357,10 +373,13 @@ Result<int> RunAgent(const AgentOptions& o) {
     const auto progress_deadline =
         watch_progress ? last_progress + o.progress_timeout : Clock::time_point::max();
     auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
-        std::min({next_beat, exit_deadline, progress_deadline, next_output}) - Clock::now());
+        std::min({next_beat, exit_deadline, progress_deadline, next_output,
+                  metrics.empty() ? Clock::time_point::max() : next_metrics}) -
+        Clock::now());
     ::poll(fds, 6, static_cast<int>(std::max<int64_t>(wait.count(), 0)));
     if ((fds[3].revents | fds[4].revents) & (POLLIN | POLLHUP)) drain_output(0);
     if (Clock::now() >= next_output) send_output();
+    if (!metrics.empty() && Clock::now() >= next_metrics) send_metrics();
     if (fds[5].revents & (POLLIN | POLLHUP)) {
       char buf[256];
       const ssize_t n = ::read(status_read.get(), buf, sizeof(buf));
@@ -373,6 +392,7 @@ Result<int> RunAgent(const AgentOptions& o) {
           status_lines.erase(0, eol + 1);
           last_progress = Clock::now();
           if (line == "done") exit_deadline = Clock::now() + o.exit_grace;
+          if (line.rfind("metrics ", 0) == 0) metrics = line.substr(8);
         }
       }
     }
@@ -481,7 +501,8 @@ Result<int> RunAgent(const AgentOptions& o) {
   if (tensorboard > 0) KillGroup(tensorboard, 2s);
   drain_output(200);
   output.FinishPartial();
-  send_output();  // before the exit report, so the driver has it when it learns of the exit
+  send_output();
+  send_metrics();  // the last report, which ends training  // before the exit report, so the driver has it when it learns of the exit
   const int code = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 0;
   const int sig = WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : 0;
   if (feeds) {
