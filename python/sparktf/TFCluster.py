@@ -553,8 +553,7 @@ class TFCluster:
             return job()
         except Exception as e:  # noqa: BLE001 - re-raised with the node's cause
             status = self.status()
-            failed = [n for n in status["nodes"] if n["phase"] in ("exited", "lost")
-                      and (n["exit_code"] or n["signal"] or n["phase"] == "lost")]
+            failed = _failed_nodes(status["nodes"])
             if failed or status["aborted"]:
                 n = failed[0] if failed else None
                 cause = status["abort_reason"] or (
@@ -892,10 +891,7 @@ class TFCluster:
     def _failed_node_logs(self, nodes: list) -> str:
         """Where the whole output of each failed node is (node_log_dir), one line each."""
         lines = []
-        for n in nodes:
-            if n["phase"] not in ("exited", "lost") or not (
-                    n["exit_code"] or n["signal"] or n["phase"] == "lost"):
-                continue
+        for n in _failed_nodes(nodes):
             name = f"{n['job_name']}:{n['task_index']}"
             path = self._coordinator.node_log_path(name)
             if path and os.path.exists(path):
@@ -1016,6 +1012,12 @@ def _refuse_dstream(data, what: str) -> None:
             "instead. Read the stream as a DataFrame (spark.readStream...) and feed each "
             "micro-batch: query = cluster.train(stream_df) (or train_stream); ...; "
             "query.stop(); cluster.shutdown()")
+
+
+def _failed_nodes(nodes: list) -> list:
+    """The nodes of a STATUS that failed: lost, or exited with a code or a signal."""
+    return [n for n in nodes if n["phase"] == "lost" or
+            (n["phase"] == "exited" and (n["exit_code"] or n["signal"]))]
 
 
 class _ProgressLines:
