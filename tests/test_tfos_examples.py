@@ -86,11 +86,13 @@ def exported_accuracy(export_dir, mnist, output="dense_1", scale=True):
 
 
 def test_keras_mnist_spark(mnist, tmp_path):
+    # 6 epochs of 10 steps a worker: test accuracy 0.86-0.90 in 4 runs (3 epochs gave
+    # 0.79-0.86, too close to the bound).
     log = submit("keras/mnist_spark.py", "--images_labels", mnist / "csv" / "train",
-                 "--epochs", 3, "--learning_rate", 0.005, "--model_dir", tmp_path / "model",
+                 "--epochs", 6, "--learning_rate", 0.005, "--model_dir", tmp_path / "model",
                  "--export_dir", tmp_path / "export", cwd=tmp_path)
     assert exported_accuracy(tmp_path / "export", mnist) > 0.8, log[-3000:]
-    assert glob.glob(str(tmp_path / "model" / "weights-0003*")), log[-3000:]
+    assert glob.glob(str(tmp_path / "model" / "weights-0006*")), log[-3000:]
 
 
 def test_keras_mnist_tf(mnist, tmp_path):
