@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(g++ cmake ninja-build make pkg-config binutils zlib1g-dev libgtest-dev
-  nlohmann-json3-dev libcli11-dev libcsv-dev clang libclang-rt-14-dev libfuzzer-14-dev
+  nlohmann-json3-dev libcli11-dev libcsv-dev libboost-dev clang libclang-rt-14-dev libfuzzer-14-dev
   procps iptables)  # iptables: the chaos suite cuts a simulated host off
 PYTHON="${PYTHON:-python3}"
 # Caches stay inside the clone.

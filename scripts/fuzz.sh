@@ -7,13 +7,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz --target record_reader_fuzz example_fuzz protocol_fuzz batch_fuzz feed_reader_fuzz pickle_fuzz \
-  uri_fuzz feed_service_fuzz agent_frames_fuzz output_lines_fuzz
+targets=(record_reader_fuzz example_fuzz protocol_fuzz batch_fuzz feed_reader_fuzz pickle_fuzz
+  uri_fuzz feed_service_fuzz agent_frames_fuzz output_lines_fuzz status_fuzz)
+cmake --build --preset fuzz --target "${targets[@]}"
 corpus=build/fuzz/corpus
 crashes=build/fuzz/crashes
-mkdir -p "$corpus/record_reader_fuzz" "$corpus/example_fuzz" "$corpus/protocol_fuzz" \
-  "$corpus/batch_fuzz" "$corpus/feed_reader_fuzz" "$corpus/pickle_fuzz" "$corpus/uri_fuzz" "$corpus/feed_service_fuzz" "$corpus/agent_frames_fuzz" "$corpus/output_lines_fuzz" \
-  "$crashes"
+for target in "${targets[@]}"; do mkdir -p "$corpus/$target"; done
+mkdir -p "$crashes"
 .venv/bin/python - "$corpus" <<'PY'
 import os, sys, zlib, gzip
 from sparktf import records as r
@@ -101,10 +101,20 @@ uris = ["hdfs:///tmp/x", "hdfs://nn:8020/a/b", "s3://bucket/k/part-*", "file:///
         "d/part-[0-9]", "*/x", "mem:///root/?", "rel/path"]
 for i, u in enumerate(uris):
     open(os.path.join(corpus, "uri_fuzz", f"seed{i}"), "wb").write(u.encode())
+# The status endpoint: requests (with and without the token), URLs and a status.
+token = b"0123456789abcdef0123456789abcdef"
+status_seeds = {
+    "get": b"GET /api/status?token=" + token + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+    "bearer": b"GET / HTTP/1.1\r\nAuthorization: Bearer " + token + b"\r\n\r\n",
+    "cookie": b"GET /static/app.js HTTP/1.1\r\nCookie: a=b; sparktf_token=" + token + b"\r\n\r\n",
+    "none": b"POST /api/history HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}",
+    "url": b"http://[::1]:4050/?token=" + token,
+    "table": b'{"nodes": [{"name": "worker:0", "training": {"step": 3}, "input": {"stall": 0.5}}]}'}
+for name, data in status_seeds.items():
+    open(os.path.join(corpus, "status_fuzz", name), "wb").write(data)
 PY
 status=0
-for target in record_reader_fuzz example_fuzz protocol_fuzz batch_fuzz feed_reader_fuzz pickle_fuzz uri_fuzz \
-    feed_service_fuzz agent_frames_fuzz output_lines_fuzz; do
+for target in "${targets[@]}"; do
   echo "fuzz: $target for ${seconds}s"
   if ! build/fuzz/cpp/$target "$corpus/$target" -max_total_time="$seconds" -timeout=10 \
        -rss_limit_mb=2048 -max_len=65536 -artifact_prefix="$crashes/$target-" \

@@ -25,4 +25,4 @@ echo "== Hadoop minicluster jars (Maven Central, cached in build/)"
 
 echo "== Python tests"
 # pytest exits 5 when it collected no test, which fails this script too.
-.venv/bin/python -m pytest tests -q -p no:cacheprovider --timeout=600 "$@"
+.venv/bin/python -m pytest tests -q -p no:cacheprovider --timeout=600 --durations=30 "$@"

@@ -12,6 +12,7 @@ namespace sparktf::cli {
 
 void AddRecordsCommands(CLI::App* records);
 void AddClusterCommands(CLI::App* app);
+void AddStatusCommand(CLI::App* app);
 
 struct ConvertOptions {
   std::vector<std::string> inputs;

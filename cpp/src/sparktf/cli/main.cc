@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
   records->require_subcommand(1);
   sparktf::cli::AddRecordsCommands(records);
   sparktf::cli::AddClusterCommands(&app);
+  sparktf::cli::AddStatusCommand(&app);
   app.add_subcommand("tensorboard",
                      "TensorBoard for logdirs on hdfs://, s3:// or local disks "
                      "(python -m sparktf.tensorboard; its options pass through)");

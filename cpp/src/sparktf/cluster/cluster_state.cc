@@ -11,7 +11,7 @@ namespace sparktf::cluster {
 using json = nlohmann::json;
 
 ClusterState::ClusterState(const ClusterOptions& options, TimePoint now)
-    : options_(options), created_(now) {}
+    : options_(options), created_(now), started_(now) {}
 
 NodeState* ClusterState::NodeOf(int conn) {
   auto it = executor_of_conn_.find(conn);
@@ -77,7 +77,7 @@ void ClusterState::OnFrame(int conn, const Frame& f, TimePoint now, Effects* fx)
     case MessageType::kNodeMetrics: return HandleNodeMetrics(conn, f.payload, now, fx);
     case MessageType::kReportExit: return HandleExit(conn, f.payload, fx);
     case MessageType::kBarrier: return HandleBarrier(conn, f.payload, fx);
-    case MessageType::kFeedSync: return HandleFeedSync(conn, f.payload, fx);
+    case MessageType::kFeedSync: return HandleFeedSync(conn, f.payload, now, fx);
     case MessageType::kGetStatus:
       fx->messages.push_back({conn, MessageType::kStatus, StatusJson()});
       return;
@@ -135,6 +135,7 @@ void ClusterState::HandleRegister(int conn, const std::string& payload, TimePoin
   n.gpus = j.contains("gpus") ? j["gpus"].dump() : "[]";
   n.feed_port = JsonGetOr(j, "feed_port", 0);
   n.conn = conn;
+  n.registered_at = now;
   n.last_seen = now;
   nodes_[id] = std::move(n);
   executor_of_conn_[conn] = id;
@@ -227,7 +228,8 @@ void ClusterState::HandleBarrier(int conn, const std::string& payload, Effects* 
   barrier_arrivals_.erase(name);
 }
 
-void ClusterState::HandleFeedSync(int conn, const std::string& payload, Effects* fx) {
+void ClusterState::HandleFeedSync(int conn, const std::string& payload, TimePoint now,
+                                  Effects* fx) {
   json j = json::parse(payload, nullptr, false);
   if (!j.is_object() || !j.contains("executor_id") || !j["executor_id"].is_number_integer() ||
       !j.contains("qname") || !j["qname"].is_string() || !j.contains("delivered") ||
@@ -246,6 +248,7 @@ void ClusterState::HandleFeedSync(int conn, const std::string& payload, Effects*
                                           ", which is not a worker of this cluster"),
                   fx);
   }
+  UpdateInput(node->second, j, now);
   auto& feed = feeds_[j["qname"].get<std::string>()];
   feed[id] = {j["delivered"].get<uint64_t>(), j["closed"].get<bool>(), std::move(j)};
   // The watermark over every fed node; one that has not reported counts as 0, open.
@@ -317,7 +320,89 @@ void ClusterState::OnTick(TimePoint now, Effects* fx) {
     }
   }
   FindStragglers(now, fx);
+  if (history_.empty() || now - history_at_ >= kHistoryInterval) RecordHistory(now);
   StopServicesOrFinish(fx);
+}
+
+namespace {
+
+// By NodeState::Phase.
+constexpr const char* kPhases[] = {"registered", "running", "exited", "lost"};
+
+double Seconds(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+uint64_t UintOr(const json& j, const char* key) {
+  return j.contains(key) && j[key].is_number_unsigned() ? j[key].get<uint64_t>() : 0;
+}
+
+}  // namespace
+
+void ClusterState::UpdateInput(NodeState& n, const json& report, TimePoint now) {
+  json in = {{"qname", report["qname"]},
+             {"rows_fed", UintOr(report, "delivered")},
+             {"rows_taken", UintOr(report, "consumed")},
+             {"rows_dropped", UintOr(report, "dropped")},
+             {"batches", UintOr(report, "batches")},
+             {"wait_s", UintOr(report, "wait_us") / 1e6},
+             {"ring_fill", report.contains("ring_fill") && report["ring_fill"].is_number()
+                               ? report["ring_fill"].get<double>()
+                               : 0.0},
+             {"rows_per_sec", nullptr},
+             {"stall", nullptr}};
+  const json& prev = n.input;
+  const double secs = Seconds(now - n.input_at);
+  if (prev.is_object() && prev["qname"] == in["qname"] &&
+      in["rows_taken"].get<uint64_t>() >= prev["rows_taken"].get<uint64_t>()) {
+    if (secs < 0.5) return;  // too close to the last one for a rate
+    in["rows_per_sec"] =
+        (in["rows_taken"].get<uint64_t>() - prev["rows_taken"].get<uint64_t>()) / secs;
+    in["stall"] = std::clamp(
+        (in["wait_s"].get<double>() - prev["wait_s"].get<double>()) / secs, 0.0, 1.0);
+  }
+  n.input = std::move(in);
+  n.input_at = now;
+}
+
+std::string ClusterState::NodeName(const NodeState& n) {
+  return n.role.job_name.empty() ? "node" + std::to_string(n.executor_id)
+                                 : n.role.job_name + ":" + std::to_string(n.role.task_index);
+}
+
+void ClusterState::RecordHistory(TimePoint now) {
+  json nodes = json::object();
+  for (const auto& [id, n] : nodes_) {
+    json s = {{"step", nullptr}, {"steps_per_sec", nullptr}, {"loss", nullptr},
+              {"rows_per_sec", nullptr}, {"stall", nullptr}, {"ring_fill", nullptr}};
+    if (n.training.is_object()) {
+      s["step"] = n.training["step"];
+      s["steps_per_sec"] = n.training["steps_per_sec"];
+      if (n.training["metrics"].contains("loss")) s["loss"] = n.training["metrics"]["loss"];
+    }
+    if (n.input.is_object()) {
+      s["rows_per_sec"] = n.input["rows_per_sec"];
+      s["stall"] = n.input["stall"];
+      s["ring_fill"] = n.input["ring_fill"];
+    }
+    nodes[NodeName(n)] = std::move(s);
+  }
+  json sample = {{"t", Seconds(now - started_)}, {"generation", generation_}, {"nodes", nodes}};
+  if (history_.size() < kHistoryPoints) {
+    history_.push_back(std::move(sample));
+  } else {
+    history_[history_next_] = std::move(sample);
+    history_next_ = (history_next_ + 1) % kHistoryPoints;
+  }
+  history_at_ = now;
+}
+
+std::string ClusterState::HistoryJson() const {
+  json samples = json::array();
+  for (size_t i = 0; i < history_.size(); ++i) {
+    samples.push_back(history_[(history_next_ + i) % history_.size()]);
+  }
+  return json{{"interval_s", Seconds(kHistoryInterval)}, {"samples", samples}}.dump();
 }
 
 void ClusterState::FindStragglers(TimePoint now, Effects* fx) {
@@ -482,7 +567,6 @@ std::string ClusterState::RunningNodes() const {
 }
 
 std::string ClusterState::StatusJson() const {
-  static const char* kPhases[] = {"registered", "running", "exited", "lost"};
   json nodes = json::array();
   for (const auto& [id, n] : nodes_) {
     nodes.push_back({{"executor_id", id}, {"host", n.host}, {"port", n.port}, {"pid", n.pid},
@@ -493,7 +577,10 @@ std::string ClusterState::StatusJson() const {
                      {"traceback", n.traceback}, {"tensorboard", n.tensorboard},
                      {"feed_port", n.feed_port}, {"spark_executor", n.spark_executor},
                      {"container", n.container}, {"reason", n.reason},
-                     {"training", n.training}, {"straggler", n.straggler}});
+                     {"training", n.training}, {"straggler", n.straggler},
+                     {"name", NodeName(n)}, {"input", n.input},
+                     {"uptime_s", Seconds(now_ - n.registered_at)},
+                     {"heartbeat_age_s", Seconds(now_ - n.last_seen)}});
   }
   json feeds = json::object();
   for (const auto& [qname, per_node] : feeds_) {
@@ -512,8 +599,37 @@ std::string ClusterState::StatusJson() const {
               {"rejected_connections", rejected_},
               {"cluster_spec", info_ ? json::parse(info_->spec()) : json::object()},
               {"nodes", nodes},
-              {"feeds", feeds}}
+              {"feeds", feeds},
+              {"uptime_s", Seconds(now_ - started_)},
+              {"totals", Totals()}}
       .dump();
+}
+
+json ClusterState::Totals() const {
+  uint64_t fed = 0, taken = 0, dropped = 0, batches = 0;
+  double rows_per_sec = 0, steps_per_sec = 0;
+  int stragglers = 0, errors = 0;
+  json phases = {{"registered", 0}, {"running", 0}, {"exited", 0}, {"lost", 0}};
+  for (const auto& [id, n] : nodes_) {
+    phases[kPhases[n.phase]] = phases[kPhases[n.phase]].get<int>() + 1;
+    stragglers += n.straggler;
+    errors += !n.traceback.empty() || (n.phase == NodeState::kExited && !n.stopped &&
+                                       (n.exit_code != 0 || n.signal != 0));
+    if (n.input.is_object()) {
+      fed += n.input["rows_fed"].get<uint64_t>();
+      taken += n.input["rows_taken"].get<uint64_t>();
+      dropped += n.input["rows_dropped"].get<uint64_t>();
+      batches += n.input["batches"].get<uint64_t>();
+      if (n.input["rows_per_sec"].is_number()) rows_per_sec += n.input["rows_per_sec"].get<double>();
+    }
+    if (n.role.is_chief && n.training.is_object() && n.training["steps_per_sec"].is_number()) {
+      steps_per_sec = n.training["steps_per_sec"].get<double>();
+    }
+  }
+  return {{"nodes", phases},         {"rows_fed", fed},   {"rows_taken", taken},
+          {"rows_dropped", dropped}, {"batches", batches}, {"rows_per_sec", rows_per_sec},
+          {"chief_steps_per_sec", steps_per_sec}, {"stragglers", stragglers},
+          {"errors", errors}};
 }
 
 }  // namespace sparktf::cluster

@@ -62,9 +62,19 @@ struct NodeState {
   bool slow = false;       // under the straggler fraction of the median, since slow_since
   TimePoint slow_since;
   bool straggler = false;  // slow for straggler_after
+  // Its input (FEED_SYNC of its TF process): rows fed and taken, batches, dropped, ring
+  // fill, and over the last two reports the rows taken a second and the input stall (the
+  // share of the time next() waited for data); null before any.
+  nlohmann::json input;
+  TimePoint input_at;
   int conn = -1;               // connection id of its agent; -1 once closed
+  TimePoint registered_at;
   TimePoint last_seen;
 };
+
+// How often the status history takes a sample, and how many it keeps (half an hour).
+constexpr std::chrono::milliseconds kHistoryInterval{2000};
+constexpr size_t kHistoryPoints = 900;
 
 // What an event asks the transport to do, in order: messages to send, then connections
 // to close once what was sent to them is flushed.
@@ -123,8 +133,11 @@ class ClusterState {
   int rejected_connections() const { return rejected_; }
   // The cluster spec (JSON), or "{}" before reservation.
   std::string ClusterJson() const { return info_ ? info_->spec() : "{}"; }
-  // Everything: nodes, phases, roles, exits, errors, feeds (JSON).
+  // Everything: nodes, phases, roles, exits, errors, feeds, totals (JSON).
   std::string StatusJson() const;
+  // Samples taken every kHistoryInterval, oldest first: per node its step, steps/s, loss,
+  // rows/s, input stall and ring fill (JSON, for charts).
+  std::string HistoryJson() const;
   // Why a reservation that did not complete by `now` is late, and what to change.
   std::string ReservationTimeoutMessage(TimePoint now, int port) const;
   // The nodes still running (for a timeout message).
@@ -139,7 +152,12 @@ class ClusterState {
   void FindStragglers(TimePoint now, Effects* fx);
   void HandleExit(int conn, const std::string& payload, Effects* fx);
   void HandleBarrier(int conn, const std::string& payload, Effects* fx);
-  void HandleFeedSync(int conn, const std::string& payload, Effects* fx);
+  void HandleFeedSync(int conn, const std::string& payload, TimePoint now, Effects* fx);
+  void UpdateInput(NodeState& n, const nlohmann::json& report, TimePoint now);
+  void RecordHistory(TimePoint now);
+  // "worker:1", or "node" before roles are assigned.
+  static std::string NodeName(const NodeState& n);
+  nlohmann::json Totals() const;
   void FormCluster(Effects* fx);
   void StopServicesOrFinish(Effects* fx);
   std::string Describe(const NodeState& n) const;
@@ -176,6 +194,10 @@ class ClusterState {
     nlohmann::json payload;  // everything it said, for the status
   };
   std::map<std::string, std::map<int, FeedReport>> feeds_;
+  const TimePoint started_;  // of the first generation
+  std::vector<nlohmann::json> history_;  // a ring of kHistoryPoints samples
+  size_t history_next_ = 0;              // where the next sample goes once it is full
+  TimePoint history_at_;                 // of the last sample
 };
 
 }  // namespace sparktf::cluster

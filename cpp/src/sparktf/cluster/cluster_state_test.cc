@@ -516,3 +516,82 @@ TEST_F(ClusterStateTest, AShortDipIsNoStragglerAndAFractionOfZeroTurnsItOff) {
 
 }  // namespace
 }  // namespace sparktf::cluster
+
+namespace sparktf::cluster {
+namespace {
+
+TEST_F(ClusterStateTest, FeedReportsGiveEachNodesInputWithRatesStallAndTotals) {
+  FormCluster(2);
+  auto sync = [&](int executor, uint64_t consumed, uint64_t wait_us, TimePoint at,
+                  const char* qname = "input") {
+    Send(100 + executor, MessageType::kFeedSync,
+         {{"executor_id", executor}, {"qname", qname}, {"delivered", consumed + 64},
+          {"closed", false}, {"consumed", consumed}, {"dropped", 2}, {"batches", consumed / 32},
+          {"wait_us", wait_us}, {"ring_fill", 0.25}},
+         at);
+  };
+  auto input = [&](int node) -> json {
+    const json status = json::parse(state_->StatusJson());
+    for (const auto& n : status["nodes"]) {
+      if (n["executor_id"] == node) return n["input"];
+    }
+    return json();
+  };
+  EXPECT_TRUE(input(0).is_null());
+  sync(0, 320, 100000, kStart + 1s);
+  json in = input(0);
+  EXPECT_EQ(in["rows_fed"], 384);
+  EXPECT_EQ(in["rows_taken"], 320);
+  EXPECT_EQ(in["rows_dropped"], 2);
+  EXPECT_EQ(in["batches"], 10);
+  EXPECT_DOUBLE_EQ(in["ring_fill"].get<double>(), 0.25);
+  EXPECT_DOUBLE_EQ(in["wait_s"].get<double>(), 0.1);
+  EXPECT_TRUE(in["rows_per_sec"].is_null());  // one report: no rate yet
+  // 2 s later: 640 more rows, 0.5 s more waiting = a quarter of the time stalled.
+  sync(0, 960, 600000, kStart + 3s);
+  in = input(0);
+  EXPECT_DOUBLE_EQ(in["rows_per_sec"].get<double>(), 320.0);
+  EXPECT_DOUBLE_EQ(in["stall"].get<double>(), 0.25);
+  sync(0, 990, 600000, kStart + 3200ms);  // too soon for a rate: the last one stays
+  EXPECT_DOUBLE_EQ(input(0)["rows_per_sec"].get<double>(), 320.0);
+  EXPECT_EQ(input(0)["rows_taken"], 960);
+  sync(0, 10, 1000, kStart + 5s, "epoch2");  // another feed: counters start over
+  EXPECT_TRUE(input(0)["rows_per_sec"].is_null());
+  sync(1, 100, 0, kStart + 5s);
+  const json status = json::parse(state_->StatusJson());
+  EXPECT_EQ(status["totals"]["rows_taken"], 110);
+  EXPECT_EQ(status["totals"]["rows_fed"], 74 + 164);
+  EXPECT_EQ(status["totals"]["nodes"]["registered"], 2);
+  EXPECT_EQ(status["nodes"][0]["name"], "worker:0");
+}
+
+TEST_F(ClusterStateTest, HistoryTakesASampleEveryIntervalAndKeepsTheLastOnes) {
+  FormCluster(2);
+  Effects fx;
+  Send(0, MessageType::kNodeMetrics, {{"step", 10}, {"metrics", {{"loss", 2.0}}}}, kStart);
+  state_->OnTick(kStart, &fx);
+  Send(0, MessageType::kNodeMetrics, {{"step", 30}, {"metrics", {{"loss", 1.0}}}},
+       kStart + 1s);
+  state_->OnTick(kStart + 1s, &fx);  // within the interval: no sample
+  state_->OnTick(kStart + kHistoryInterval, &fx);
+  json h = json::parse(state_->HistoryJson());
+  ASSERT_EQ(h["samples"].size(), 2u);
+  EXPECT_DOUBLE_EQ(h["samples"][0]["t"].get<double>(), 0.0);
+  EXPECT_EQ(h["samples"][0]["nodes"]["worker:0"]["step"], 10);
+  EXPECT_EQ(h["samples"][1]["nodes"]["worker:0"]["step"], 30);
+  EXPECT_DOUBLE_EQ(h["samples"][1]["nodes"]["worker:0"]["loss"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(h["samples"][1]["nodes"]["worker:0"]["steps_per_sec"].get<double>(), 20.0);
+  EXPECT_TRUE(h["samples"][1]["nodes"]["worker:1"]["step"].is_null());
+  for (size_t i = 2; i < kHistoryPoints + 5; ++i) {
+    state_->OnTick(kStart + kHistoryInterval * static_cast<int>(i), &fx);
+  }
+  h = json::parse(state_->HistoryJson());
+  ASSERT_EQ(h["samples"].size(), kHistoryPoints);  // the oldest are gone, in order
+  const double interval = std::chrono::duration<double>(kHistoryInterval).count();
+  EXPECT_DOUBLE_EQ(h["samples"][0]["t"].get<double>(), 5 * interval);
+  EXPECT_DOUBLE_EQ(h["samples"][kHistoryPoints - 1]["t"].get<double>(),
+                   (kHistoryPoints + 4) * interval);
+}
+
+}  // namespace
+}  // namespace sparktf::cluster

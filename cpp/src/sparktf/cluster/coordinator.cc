@@ -75,6 +75,13 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Start(const CoordinatorOptions
   if (::pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) return Status::FromErrno("pipe", errno);
   c->wake_read_.Reset(pipe_fds[0]);
   c->wake_write_.Reset(pipe_fds[1]);
+  if (options.status_server) {
+    Coordinator* raw = c.get();
+    ASSIGN_OR_RETURN(c->status_server_,
+                     StatusServer::Start(*options.status_server,
+                                         {[raw] { return raw->StatusJson(); },
+                                          [raw] { return raw->HistoryJson(); }}));
+  }
   c->thread_ = std::thread([raw = c.get()] { raw->Loop(); });
   return c;
 }
@@ -82,6 +89,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Start(const CoordinatorOptions
 Coordinator::~Coordinator() { Shutdown(); }
 
 void Coordinator::Shutdown() {
+  if (status_server_) status_server_->Shutdown();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (shutdown_ && !thread_.joinable()) return;
@@ -337,6 +345,11 @@ std::string Coordinator::ClusterJson() const {
 std::string Coordinator::StatusJson() const {
   std::lock_guard<std::mutex> lock(mu_);
   return state_.StatusJson();
+}
+
+std::string Coordinator::HistoryJson() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_.HistoryJson();
 }
 
 std::string Coordinator::NodeLogPath(const std::string& node) const {

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -22,6 +23,7 @@
 #include "sparktf/cluster/cluster_state.h"
 #include "sparktf/cluster/node_logs.h"
 #include "sparktf/cluster/protocol.h"
+#include "sparktf/cluster/status_server.h"
 
 namespace sparktf::cluster {
 
@@ -42,6 +44,9 @@ struct CoordinatorOptions {
   // ClusterOptions: stragglers are warned about on stderr ("sparktf: ...").
   double straggler_fraction = 0.5;
   std::chrono::milliseconds straggler_after{30000};
+  // The HTTP status endpoint (status_server.h), serving StatusJson and HistoryJson; none
+  // without.
+  std::optional<StatusServerOptions> status_server;
 };
 
 class Coordinator {
@@ -73,6 +78,10 @@ class Coordinator {
   std::string ClusterJson() const;
   // Everything: nodes, phases, exits, errors (JSON).
   std::string StatusJson() const;
+  // ClusterState::HistoryJson.
+  std::string HistoryJson() const;
+  // The status endpoint's port, 0 without one.
+  int status_port() const { return status_server_ ? status_server_->port() : 0; }
   // The log file of `node` ("worker:1") of the current generation ("" without a
   // node_logs.dir).
   std::string NodeLogPath(const std::string& node) const;
@@ -109,6 +118,7 @@ class Coordinator {
   int next_conn_id_ = 0;
   ClusterState state_;  // guarded by mu_
   NodeLogs node_logs_;  // guarded by mu_
+  std::unique_ptr<StatusServer> status_server_;  // stopped before the rest
 };
 
 }  // namespace sparktf::cluster

@@ -48,7 +48,7 @@ enum class MessageType : uint16_t {
   kGetStatus = 60,    // any client: {}
   kStatus = 61,       // the cluster's status JSON
   kFeedSync = 70,     // TF process: {"executor_id", "qname", "delivered", "closed", "consumed",
-                      //              "dropped", "finished"}
+                      //              "dropped", "finished", "batches", "wait_us", "ring_fill"}
   kFeedState = 71,    // {"min_delivered", "all_closed"} over the workers of the cluster
   // Node agent feed service (docs/protocol.md), same framing and HELLO:
   kFeedOpen = 80,     // task: {"qname", "partition", "inference", "close"}

@@ -45,7 +45,11 @@ void FeedReader::Publish() {
 
 Result<std::optional<std::string>> FeedReader::Next(uint64_t n, bool exact, milliseconds timeout) {
   std::lock_guard<std::mutex> lock(mu_);
+  const auto start = Clock::now();
   auto out = NextLocked(n, exact, timeout);
+  progress_.wait_us += static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count());
+  if (out.ok() && out->has_value()) ++progress_.batches;
   Publish();
   return out;
 }
@@ -166,12 +170,19 @@ void FeedReader::ReportProgress(milliseconds min_interval) {
   if (!sync_ || taken == reported_taken_ || Clock::now() - last_report_ < min_interval) return;
   last_report_ = Clock::now();
   reported_taken_ = taken;
+  progress_.ring_fill = RingFill();
   (void)sync_(progress_);  // best effort: a lost report only means more is fed again
 }
 
 Status FeedReader::Report() {
   if (!sync_) return Status::OK();
+  progress_.ring_fill = RingFill();
   return sync_(progress_).status();
+}
+
+double FeedReader::RingFill() const {
+  const size_t capacity = input_->capacity();
+  return capacity ? static_cast<double>(input_->stats().bytes_used) / capacity : 0.0;
 }
 
 Result<std::optional<std::string>> FeedReader::NextLocked(uint64_t n, bool exact,

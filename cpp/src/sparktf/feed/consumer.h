@@ -40,6 +40,9 @@ struct FeedProgress {
   bool finished = false;   // this reader will hand out nothing more
   uint64_t producers_lost = 0;  // feeding tasks that died mid-partition
   uint64_t duplicates = 0;  // rows dropped: an earlier attempt of their task delivered them
+  uint64_t batches = 0;     // batches handed out
+  uint64_t wait_us = 0;     // time Next spent before it had a batch to hand out (input stall)
+  double ring_fill = 0;     // share of the input ring in use, at the last report
 };
 
 struct Watermark {
@@ -96,6 +99,8 @@ class FeedReader {
   // Drops the open inference partition (its producer is gone).
   void Abandon(const std::string& why);
   Status Report();
+  // The share of the input ring in use now.
+  double RingFill() const;
   // Sends the progress (unless unchanged, or reported less than min_interval ago).
   void ReportProgress(std::chrono::milliseconds min_interval);
 

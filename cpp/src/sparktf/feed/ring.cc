@@ -458,6 +458,7 @@ RingStats Ring::stats() const {
   s.messages_pushed = h_->messages_pushed;
   s.messages_popped = h_->messages_popped;
   s.bytes_pushed = h_->bytes_pushed;
+  s.bytes_used = h_->head - h_->tail;
   Unlock();
   return s;
 }

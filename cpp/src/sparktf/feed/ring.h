@@ -36,6 +36,7 @@ struct RingStats {
   uint64_t messages_pushed = 0;
   uint64_t messages_popped = 0;
   uint64_t bytes_pushed = 0;
+  uint64_t bytes_used = 0;  // in the ring now, of capacity()
 };
 
 class Ring {

@@ -414,7 +414,8 @@ feed::LockstepSync MakeLockstepSync(const HostPort& coordinator, const std::stri
     }
     json sync = {{"executor_id", executor_id}, {"qname", queue},      {"delivered", p.delivered},
                  {"closed", p.closed},         {"consumed", p.consumed}, {"dropped", p.dropped},
-                 {"finished", p.finished}, {"generation", generation}};
+                 {"finished", p.finished}, {"generation", generation},
+                 {"batches", p.batches},   {"wait_us", p.wait_us}, {"ring_fill", p.ring_fill}};
     auto reply = (*conn)->Call(MessageType::kFeedSync, sync.dump(), MessageType::kFeedState, timeout);
     if (!reply.ok()) {
       conn->reset();
