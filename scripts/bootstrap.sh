@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(g++ cmake ninja-build make pkg-config binutils zlib1g-dev libgtest-dev
   nlohmann-json3-dev libcli11-dev libcsv-dev libboost-dev clang libclang-rt-14-dev libfuzzer-14-dev
-  procps iptables)  # iptables: the chaos suite cuts a simulated host off
+  procps iptables chromium chromium-driver)
+# iptables: the chaos suite cuts a simulated host off; chromium: the status page's browser test
 PYTHON="${PYTHON:-python3}"
 # Caches stay inside the clone.
 export PIP_CACHE_DIR="$PWD/build/pip-cache"
@@ -29,7 +30,7 @@ if ((${#missing[@]})); then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
 # Rust builds the hdfs:// and s3:// library (hdfs-native and object_store need 1.85+).

@@ -35,6 +35,7 @@ import time
 import typing
 
 from sparktf import _native, errors, keras_version
+from sparktf import status as status_mod
 
 logger = logging.getLogger("sparktf")
 
@@ -70,6 +71,16 @@ def _driver_host(sc) -> str:
     if host:
         return host
     return socket.gethostbyname(socket.gethostname())
+
+
+def _status_server_args(sc, token: str, enabled: bool, address, port) -> dict:
+    """The Coordinator's status endpoint arguments (none when not `enabled`)."""
+    if not enabled:
+        return {}
+    return {"status_hosts": status_mod.listen_hosts(address, _driver_host(sc)),
+            "status_port": int(port or 0),
+            "status_tokens": [token, status_mod.read_only_token(token)],
+            "status_assets": status_mod.page_assets()}
 
 
 def _driver_bind_address(sc) -> str:
@@ -487,14 +498,21 @@ class TFCluster:
         self._streams: list = []  # train_stream's queries
         self._queues = [q for q in (queues or ["input"]) if q not in ("output", "error")]
         self.dropped_records = 0
+        self._status_url = None
 
     @property
     def cluster_spec(self) -> dict:
         return json.loads(self._coordinator.cluster_json())
 
-    def status(self) -> dict:
-        """Nodes, phases, exits and errors, from the coordinator."""
-        return json.loads(self._coordinator.status_json())
+    def status(self) -> status_mod.ClusterStatus:
+        """Nodes (role, host, phase, exits, errors, training progress, input), totals:
+        the status endpoint's JSON as a dict, which prints as the table that ``sparktf
+        status URL`` prints."""
+        return status_mod.ClusterStatus(json.loads(self._coordinator.status_json()))
+
+    def status_url(self) -> str | None:
+        """The live status page, with its read-only token (None with status=False)."""
+        return self._status_url
 
     def tensorboard_url(self) -> str | None:
         """URL of the TensorBoard the chief runs (tensorboard=True), if started."""
@@ -1108,7 +1126,7 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
         release_port=True, heartbeat_timeout=10.0, restarts=0, restart_backoff=1.0,
         progress_timeout=DEFAULT_PROGRESS_TIMEOUT, legacy_keras=None, node_output=True,
         node_log_dir=None, progress=DEFAULT_PROGRESS_INTERVAL, straggler_fraction=0.5,
-        straggler_after=30.0):
+        straggler_after=30.0, status=True, status_address=None, status_port=0):
     """Starts a TensorFlow cluster on `num_executors` Spark executors and runs
     ``map_fun(tf_args, ctx)`` on each (TFoS's TFCluster.run). Returns once every
     node has its role; raises a clear error within seconds when Spark cannot
@@ -1150,7 +1168,16 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
     A training node whose step rate (from those reports) stays under
     `straggler_fraction` of the median rate of the training nodes for `straggler_after`
     s is a straggler: warned about on the driver's stderr with its host, and
-    ``"straggler": true`` in its node of ``cluster.status()``; 0 turns this off."""
+    ``"straggler": true`` in its node of ``cluster.status()``; 0 turns this off.
+
+    The driver serves the cluster's status over HTTP (`status=False` turns it off): a
+    live page at ``cluster.status_url()`` (also printed on the driver's stderr), its JSON
+    at ``api/status`` and ``api/history``, and ``sparktf status URL`` prints it as a
+    table. Every request needs the status token that URL carries (a read-only token
+    derived from the cluster's; the cluster's own works too), or it gets 401. It listens
+    on `status_address`: by default loopback and the driver's host (as Spark's UI), or
+    the IP address(es) given ("0.0.0.0": every interface), on `status_port` (0: a free
+    port)."""
     try:  # the standalone package loads faster on the node than pyspark's copy
         import cloudpickle
     except ImportError:
@@ -1186,10 +1213,12 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
     cluster_id = secrets.token_hex(8)
     feed_cluster_id = cluster_id if input_mode == InputMode.SPARK else ""
     node_log_dir = os.path.abspath(node_log_dir or tempfile.mkdtemp(prefix="sparktf-logs-"))
+    status_args = _status_server_args(sc, token, status, status_address, status_port)
     coordinator = _native.Coordinator(num_executors, token, int(num_ps), master_node or "",
                                       bool(eval_node), _driver_bind_address(sc), 0,
                                       float(heartbeat_timeout), node_log_dir, bool(node_output),
-                                      float(straggler_fraction or 0), float(straggler_after))
+                                      float(straggler_fraction or 0), float(straggler_after),
+                                      **status_args)
     default_fs = sc._jsc.hadoopConfiguration().get("fs.defaultFS") or "file://"
     if default_fs == "file:///":
         default_fs = "file://"
@@ -1210,6 +1239,12 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
                         token, queues, feed_cluster_id, restarts, restart_backoff)
     cluster._coordinator_address = meta["coordinator"]
     cluster.node_log_dir = node_log_dir
+    if status_args:
+        hosts = status_args["status_hosts"]
+        cluster._status_url = (f"http://{status_mod.url_host(hosts, _driver_host(sc))}:"
+                               f"{coordinator.status_port}/?token={status_mod.read_only_token(token)}")
+        sys.stderr.write(f"sparktf: the cluster's status: {cluster._status_url}\n")
+        sys.stderr.flush()
     cluster.progress_interval = float(progress or 0)
     cluster._driver_nodes_count = int(num_ps) if driver_ps_nodes else 0
     cluster._start_generation()

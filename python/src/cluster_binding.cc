@@ -1,12 +1,16 @@
 // sparktf._native cluster API: the coordinator (driver side) and a barrier
 // call for node processes.
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include <chrono>
 #include <nlohmann/json.hpp>
 
 #include "bindings.h"
 #include "sparktf/cluster/coordinator.h"
+#include "sparktf/cluster/status_table.h"
 
 namespace sparktf::python {
 namespace {
@@ -18,7 +22,10 @@ class PyCoordinator {
   PyCoordinator(int num_nodes, const std::string& token, int num_ps,
                 const std::string& master_node, bool eval_node, const std::string& bind_host,
                 int port, double heartbeat_timeout, const std::string& node_log_dir,
-                bool echo_node_output, double straggler_fraction, double straggler_after) {
+                bool echo_node_output, double straggler_fraction, double straggler_after,
+                const std::vector<std::string>& status_hosts, int status_port,
+                const std::vector<std::string>& status_tokens,
+                const std::map<std::string, std::pair<std::string, nb::bytes>>& status_assets) {
     CoordinatorOptions o;
     o.num_nodes = num_nodes;
     o.token = token;
@@ -32,6 +39,16 @@ class PyCoordinator {
     o.node_logs.echo_fd = echo_node_output ? 2 : -1;
     o.straggler_fraction = straggler_fraction;
     o.straggler_after = Ms(straggler_after);
+    if (!status_hosts.empty()) {
+      StatusServerOptions s;
+      s.hosts = status_hosts;
+      s.port = status_port;
+      s.tokens = status_tokens;
+      for (const auto& [path, asset] : status_assets) {
+        s.assets[path] = {asset.first, std::string(asset.second.c_str(), asset.second.size())};
+      }
+      o.status_server = std::move(s);
+    }
     c_ = ValueOrThrow(Coordinator::Start(o));
   }
   int port() const { return c_->port(); }
@@ -53,6 +70,8 @@ class PyCoordinator {
   int Restart() { return c_->Restart(); }
   std::string ClusterJson() const { return c_->ClusterJson(); }
   std::string StatusJson() const { return c_->StatusJson(); }
+  std::string HistoryJson() const { return c_->HistoryJson(); }
+  int status_port() const { return c_->status_port(); }
   std::string NodeLogPath(const std::string& node) const { return c_->NodeLogPath(node); }
   void Shutdown() {
     nb::gil_scoped_release release;
@@ -85,14 +104,21 @@ class PyCoordinator {
 void InitCluster(nb::module_& m) {
   nb::class_<PyCoordinator>(m, "Coordinator")
       .def(nb::init<int, const std::string&, int, const std::string&, bool, const std::string&,
-                    int, double, const std::string&, bool, double, double>(),
+                    int, double, const std::string&, bool, double, double,
+                    const std::vector<std::string>&, int, const std::vector<std::string>&,
+                    const std::map<std::string, std::pair<std::string, nb::bytes>>&>(),
            nb::arg("num_nodes"), nb::arg("token"), nb::arg("num_ps") = 0,
            nb::arg("master_node") = "", nb::arg("eval_node") = false,
            nb::arg("bind_host") = "0.0.0.0", nb::arg("port") = 0,
            nb::arg("heartbeat_timeout") = 10.0, nb::arg("node_log_dir") = "",
            nb::arg("echo_node_output") = false, nb::arg("straggler_fraction") = 0.5,
-           nb::arg("straggler_after") = 30.0)
+           nb::arg("straggler_after") = 30.0,
+           nb::arg("status_hosts") = std::vector<std::string>{}, nb::arg("status_port") = 0,
+           nb::arg("status_tokens") = std::vector<std::string>{},
+           nb::arg("status_assets") = std::map<std::string, std::pair<std::string, nb::bytes>>{})
       .def_prop_ro("port", &PyCoordinator::port)
+      .def_prop_ro("status_port", &PyCoordinator::status_port)
+      .def("history_json", &PyCoordinator::HistoryJson)
       .def("wait_reserved", &PyCoordinator::WaitReserved, nb::arg("timeout"))
       .def("wait_finished", &PyCoordinator::WaitFinished, nb::arg("timeout"))
       .def("last_wait_error", &PyCoordinator::last_wait_error)
@@ -103,6 +129,10 @@ void InitCluster(nb::module_& m) {
       .def("node_log_path", &PyCoordinator::NodeLogPath, nb::arg("node"))
       .def("restart", &PyCoordinator::Restart)
       .def("shutdown", &PyCoordinator::Shutdown);
+
+  m.def("format_status_table", [](const std::string& status_json) {
+    return ValueOrThrow(FormatStatusTable(status_json));
+  }, nb::arg("status_json"));
 
   m.def("barrier", [](const std::string& address, const std::string& token,
                       const std::string& name, int executor_id, int count, double timeout,
