@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets everything up, then runs every test: the C++ suite (CTest/GoogleTest)
-# built plain, with AddressSanitizer, UndefinedBehaviorSanitizer and ThreadSanitizer
-# (the coordinator, agent and feed run threads), a
+# built plain, with AddressSanitizer and UndefinedBehaviorSanitizer (one build) and with
+# ThreadSanitizer (the coordinator, agent, feed and status server run threads), a
 # short libFuzzer run of each fuzz target, and the pytest suite (TensorFlow and
 # a local-cluster Spark included; HDFS from Hadoop's minicluster and S3 from moto,
 # started by the tests' fixtures). Exits non-zero if anything fails or if a runner
@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 
-for preset in debug asan ubsan tsan; do
+for preset in debug asan-ubsan tsan; do
   echo "== C++ tests: $preset"
   cmake --preset "$preset" >/dev/null
   cmake --build --preset "$preset"
@@ -18,7 +18,7 @@ for preset in debug asan ubsan tsan; do
 done
 
 echo "== fuzz smoke run"
-bash scripts/fuzz.sh "${SPARKTF_FUZZ_SECONDS:-20}"
+bash scripts/fuzz.sh "${SPARKTF_FUZZ_SECONDS:-10}"
 
 echo "== Hadoop minicluster jars (Maven Central, cached in build/)"
 .venv/bin/python scripts/minicluster.py fetch
