@@ -65,3 +65,33 @@ def test_hostile_connections_are_refused(coordinator):
 def test_reservation_timeout_names_missing_executors(coordinator):
     assert coordinator.wait_reserved(0.2) is False
     assert "missing executors: 0, 1" in coordinator.last_wait_error()
+
+
+def test_the_status_endpoint_serves_the_page_files_and_refuses_an_address_not_here():
+    import urllib.request
+
+    from sparktf import status
+
+    read_only = status.read_only_token(TOKEN)
+    assert len(read_only) == 32 and read_only != TOKEN and read_only == status.read_only_token(TOKEN)
+    assets = status.page_assets()
+    assert set(assets) == {"/index.html", "/static/app.js", "/static/style.css"}
+    c = _native.Coordinator(2, TOKEN, status_hosts=["127.0.0.1"], status_tokens=[read_only],
+                            status_assets=assets)
+    try:
+        base = f"http://127.0.0.1:{c.status_port}"
+        with urllib.request.urlopen(f"{base}/static/app.js?token={read_only}", timeout=5) as r:
+            assert r.read() == assets["/static/app.js"][1]
+        request = urllib.request.Request(f"{base}/api/status",
+                                         headers={"Authorization": f"Bearer {read_only}"})
+        with urllib.request.urlopen(request, timeout=5) as r:
+            served = json.loads(r.read())
+        assert served["num_nodes"] == 2 and served["nodes"] == []
+        table = str(status.ClusterStatus(served))
+        assert table.startswith("sparktf cluster: 0 of 2 nodes registered") and "NODE" in table
+    finally:
+        c.shutdown()
+    with pytest.raises(errors.Unavailable, match="status server: cannot listen on 192.0.2.99"):
+        _native.Coordinator(2, TOKEN, status_hosts=["192.0.2.99"], status_tokens=[read_only])
+    with pytest.raises(errors.InvalidArgument, match="needs a token"):
+        _native.Coordinator(2, TOKEN, status_hosts=["127.0.0.1"])

@@ -200,20 +200,26 @@ def test_the_page_shows_every_node_and_a_rising_step_in_a_browser(running):
         driver.set_page_load_timeout(30)
         driver.get(url)
 
+        # Read in one script: the page redraws the table every second, so elements
+        # found in one call may be gone by the next.
+        def rows():
+            return dict(driver.execute_script(
+                "return [...document.querySelectorAll('#nodes tbody tr')]"
+                ".map(tr => [tr.dataset.node, tr.querySelector('td.step').textContent])"))
+
         def step(node):
-            cells = driver.find_elements(By.CSS_SELECTOR, f'tr[data-node="{node}"] td.step')
-            text = cells[0].text if cells else "-"
+            text = rows().get(node, "-")
             return int(text) if text.isdigit() else None
 
         assert _until(lambda: step("worker:0") and step("worker:1"), timeout=30), \
             driver.page_source[:3000]
-        rows = driver.find_elements(By.CSS_SELECTOR, "#nodes tbody tr")
-        assert sorted(r.get_attribute("data-node") for r in rows) == ["worker:0", "worker:1"]
+        assert sorted(rows()) == ["worker:0", "worker:1"]
         first = step("worker:0")
         assert _until(lambda: (step("worker:0") or 0) > first, timeout=20), (first, step("worker:0"))
         # The charts have a line per node once the history has two samples.
-        assert _until(lambda: len(driver.find_elements(
-            By.CSS_SELECTOR, "#chart-steps path[data-node]")) == 2, timeout=20)
+        assert _until(lambda: driver.execute_script(
+            "return document.querySelectorAll('#chart-steps path[data-node]').length") == 2,
+            timeout=20)
         summary = driver.find_element(By.ID, "summary").text
         assert summary.startswith("2 of 2 nodes registered, 2 running"), summary
         ARTIFACTS.mkdir(parents=True, exist_ok=True)

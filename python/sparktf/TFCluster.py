@@ -1214,11 +1214,24 @@ def run(sc, map_fun, tf_args, num_executors, num_ps=0, tensorboard=False,
     feed_cluster_id = cluster_id if input_mode == InputMode.SPARK else ""
     node_log_dir = os.path.abspath(node_log_dir or tempfile.mkdtemp(prefix="sparktf-logs-"))
     status_args = _status_server_args(sc, token, status, status_address, status_port)
-    coordinator = _native.Coordinator(num_executors, token, int(num_ps), master_node or "",
-                                      bool(eval_node), _driver_bind_address(sc), 0,
-                                      float(heartbeat_timeout), node_log_dir, bool(node_output),
-                                      float(straggler_fraction or 0), float(straggler_after),
-                                      **status_args)
+
+    def start_coordinator(status_args):
+        return _native.Coordinator(num_executors, token, int(num_ps), master_node or "",
+                                   bool(eval_node), _driver_bind_address(sc), 0,
+                                   float(heartbeat_timeout), node_log_dir, bool(node_output),
+                                   float(straggler_fraction or 0), float(straggler_after),
+                                   **status_args)
+
+    try:
+        coordinator = start_coordinator(status_args)
+    except (errors.Unavailable, errors.InvalidArgument) as e:
+        if not status_args or status_address is not None or "status server" not in str(e):
+            raise
+        # The driver's host is not an address of this machine (behind NAT, say): the
+        # status page on loopback only, rather than no cluster.
+        logger.warning("sparktf: %s; the status page listens on 127.0.0.1 only", e)
+        status_args["status_hosts"] = ["127.0.0.1"]
+        coordinator = start_coordinator(status_args)
     default_fs = sc._jsc.hadoopConfiguration().get("fs.defaultFS") or "file://"
     if default_fs == "file:///":
         default_fs = "file://"

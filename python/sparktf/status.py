@@ -10,7 +10,7 @@ import ipaddress
 import os
 import socket
 
-from sparktf import _native
+from sparktf import _native, errors
 
 _PAGE_DIR = os.path.join(os.path.dirname(__file__), "status_page")
 _CONTENT_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
@@ -38,11 +38,16 @@ def page_assets() -> dict:
     return assets
 
 
-def _ip_of(host: str) -> str:
+def _ip_of(host: str) -> str | None:
+    """The IP address of `host`, None if it does not resolve."""
     try:
         return str(ipaddress.ip_address(host))
     except ValueError:
+        pass
+    try:
         return socket.gethostbyname(host)
+    except OSError:
+        return None
 
 
 def listen_hosts(address, driver_host: str) -> list:
@@ -51,13 +56,20 @@ def listen_hosts(address, driver_host: str) -> list:
     "0.0.0.0" is every interface)."""
     if address is None:
         hosts = ["127.0.0.1"]
-        ip = _ip_of(driver_host)
-        if not ipaddress.ip_address(ip).is_loopback:
+        ip = _ip_of(driver_host)  # a driver host that does not resolve: loopback only
+        if ip is not None and not ipaddress.ip_address(ip).is_loopback:
             hosts.append(ip)
         return hosts
     if isinstance(address, str):
         address = [address]
-    return list(dict.fromkeys(_ip_of(a) for a in address))
+    hosts = []
+    for a in address:
+        ip = _ip_of(a)
+        if ip is None:
+            raise errors.InvalidArgument(f"status_address {a!r} is not an IP address or a "
+                                         "host name that resolves")
+        hosts.append(ip)
+    return list(dict.fromkeys(hosts))
 
 
 def url_host(hosts: list, driver_host: str) -> str:
