@@ -109,6 +109,45 @@ def test_killed_consumer_is_noticed_and_its_segment_removed():
     assert _native.sweep_stale_rings(f"/sparktf-pytest-") == []
 
 
+def _expected_columns(rows, names=None):
+    """What a batch of `rows` must decode to, built with numpy from the Python values
+    (not by sparktf's batcher): a tuple or list is a row, anything else a row of one value;
+    bool -> bool, int -> int64, float -> float32, str (UTF-8) and bytes -> bytes, a list or
+    tuple -> a row of its items' type, a numpy array -> its dtype and shape."""
+    rows = [r if isinstance(r, (tuple, list)) else (r,) for r in rows]
+    names = names or [str(i) for i in range(len(rows[0]))]
+
+    def kind(v):
+        return (np.bool_ if isinstance(v, bool) else np.int64 if isinstance(v, int)
+                else np.float32)
+
+    out = {}
+    for i, name in enumerate(names):
+        values = [r[i] for r in rows]
+        first = values[0]
+        if isinstance(first, (str, bytes)):
+            out[name] = [v.encode() if isinstance(v, str) else v for v in values]
+        elif isinstance(first, np.ndarray):
+            out[name] = np.stack(values)
+        elif isinstance(first, (list, tuple)):
+            out[name] = np.array(values, dtype=kind(first[0]))
+        else:
+            out[name] = np.array(values, dtype=kind(first))
+    return out
+
+
+def _assert_batch(batch, rows, names=None):
+    n, cols = _native.decode_batch(batch)
+    want = _expected_columns(rows, names)
+    assert n == len(rows) and list(cols) == list(want)
+    for name, expected in want.items():
+        if isinstance(expected, list):
+            assert cols[name] == expected, name
+        else:
+            assert cols[name].dtype == expected.dtype, (name, cols[name].dtype, expected.dtype)
+            np.testing.assert_array_equal(cols[name], expected, err_msg=name)
+
+
 def test_rows_to_batch_from_python_values():
     from pyspark.sql import Row
 
@@ -148,7 +187,7 @@ def test_row_batcher_appends_in_pieces_like_one_call():
     for start in range(0, 1000, 256):
         b.append(rows[start:start + 256])
     assert b.rows == 1000 and b.nbytes > 1000 * (4 + 16)
-    assert b.take() == _native.rows_to_batch(rows, ["x", "v", "s"])
+    _assert_batch(b.take(), rows, ["x", "v", "s"])
     assert b.rows == 0
     with pytest.raises(errors.InvalidArgument, match="no rows"):
         b.take()
@@ -213,12 +252,12 @@ def test_append_pickled_reads_rows_as_python_would(name, dumps):
     blob = (pickle.dumps if dumps == "pickle" else cloudpickle.dumps)(rows, 5)
     b = _native.RowBatcher()
     assert b.append_pickled(blob) == len(rows)
-    assert b.take() == _native.rows_to_batch(rows)
+    _assert_batch(b.take(), rows)
     # Half through Python, half read natively: one batch, as one call makes.
     half = len(rows) // 2
     b.append(rows[:half])
     assert b.append_pickled(pickle.dumps(rows[half:], 5)) == len(rows) - half
-    assert b.take() == _native.rows_to_batch(rows)
+    _assert_batch(b.take(), rows)
 
 
 @pytest.mark.parametrize("rows", [
@@ -252,3 +291,44 @@ def test_append_pickled_refuses_rows_unlike_the_batch_so_far():
     assert b.append_pickled(pickle.dumps([(2.0, [3.0, 4.0])], 5)) == 1
     assert b.rows == 2
     assert b.append_pickled(b"\x80\x05garbage") == -1
+
+
+def test_arrow_columns_of_every_fed_type_and_clear_errors_for_the_rest():
+    """The DataFrame path's Arrow -> feed columns: values checked against the Arrow data,
+    and each unfeedable column refused by name (nulls, ragged arrays, other types)."""
+    import pyarrow as pa
+
+    from sparktf.feeding import _arrow_columns
+
+    batch = pa.RecordBatch.from_pydict({
+        "f": pa.array([0.5, 1.5, -2.0], pa.float32()),
+        "d": pa.array([1.0, 2.0, 3.0], pa.float64()),
+        "i": pa.array([1, -2, 3], pa.int64()),
+        "b": pa.array([True, False, True]),
+        "s": pa.array(["a", "", "ü"]),
+        "raw": pa.array([b"\x00", b"xy", b""], pa.binary()),
+        "v": pa.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], pa.list_(pa.float32())),
+        "fixed": pa.array([[1, 2, 3], [4, 5, 6], [7, 8, 9]], pa.list_(pa.int32(), 3)),
+    })
+    cols = _arrow_columns(batch)
+    assert cols["f"].dtype == np.float32 and cols["f"].tolist() == [0.5, 1.5, -2.0]
+    assert cols["d"].dtype == np.float64 and cols["i"].tolist() == [1, -2, 3]
+    assert cols["b"].tolist() == [True, False, True]
+    assert cols["s"] == [b"a", b"", "ü".encode()] and cols["raw"] == [b"\x00", b"xy", b""]
+    assert cols["v"].shape == (3, 2) and cols["v"].dtype == np.float32
+    assert cols["v"].tolist() == [[1, 2], [3, 4], [5, 6]]
+    assert cols["fixed"].shape == (3, 3) and cols["fixed"][2].tolist() == [7, 8, 9]
+    n, decoded = _native.decode_batch(_native.encode_batch(cols))
+    assert n == 3 and decoded["s"] == cols["s"] and decoded["v"].tolist() == cols["v"].tolist()
+
+    def refused(column, match):
+        with pytest.raises(errors.InvalidArgument, match=match):
+            _arrow_columns(pa.RecordBatch.from_pydict({"ok": [1, 2], "x": column}))
+
+    refused(pa.array([1.0, None]), r"column 'x' has 1 nulls; fill or drop them")
+    refused(pa.array([[1.0], [None]], pa.list_(pa.float64())), "column 'x' has null elements")
+    refused(pa.array([[1.0, 2.0], [3.0]], pa.list_(pa.float64())),
+            r"column 'x' holds arrays of different lengths \(1..2\)")
+    refused(pa.array([{"a": 1}, {"a": 2}]), r"column 'x' has type struct<a: int64>, which "
+                                            "cannot be fed")
+    refused(pa.array([0, 1], pa.timestamp("s")), r"column 'x' has type timestamp\[s\]")
