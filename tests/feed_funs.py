@@ -5,9 +5,14 @@ import os
 
 
 def count_rows(args, ctx):
-    """Reads the whole feed with DataFeed.next_batch; writes what it saw."""
+    """Reads the whole feed with DataFeed.next_batch; writes what it saw: rows, batches,
+    the sum of the first column, and of every other column the sum of its values and the
+    kinds of its values ("float32[3]" for a numpy array, "list[3]", or the type's name)."""
+    import numpy as np
+
     feed = ctx.get_data_feed(train_mode=True)
     rows, batches, total = 0, 0, 0.0
+    others: dict = {}
     while not feed.should_stop():
         batch = feed.next_batch(args.get("batch", 100))
         if len(batch) == 0:
@@ -15,9 +20,18 @@ def count_rows(args, ctx):
         rows += len(batch)
         batches += 1
         total += sum(float(r[0]) for r in batch)
+        for r in batch:
+            for i, v in enumerate(r[1:] if isinstance(r, (tuple, list)) else (), start=1):
+                seen = others.setdefault(str(i), {"sum": 0.0, "kinds": []})
+                kind = (f"{v.dtype}{list(v.shape)}" if isinstance(v, np.ndarray)
+                        else f"{type(v).__name__}[{len(v)}]" if isinstance(v, (list, tuple))
+                        else type(v).__name__)
+                if kind not in seen["kinds"]:
+                    seen["kinds"].append(kind)
+                seen["sum"] += float(np.sum(v))
     with open(os.path.join(args["out"], f"node-{ctx.executor_id}.json"), "w") as f:
-        json.dump({"rows": rows, "batches": batches, "sum": total,
-                   "progress": feed.progress()}, f)
+        json.dump({"rows": rows, "batches": batches, "sum": total, "columns": others,
+                   "worker": ctx.task_index, "progress": feed.progress()}, f)
 
 
 def squares(args, ctx):

@@ -590,8 +590,10 @@ class TFCluster:
         """Feeds `data` (an RDD, or a DataFrame through Arrow) to the training
         workers, `num_epochs` times (TFoS's cluster.train). Partition i goes to
         worker i mod W. Returns once every row was delivered; the feed stays
-        open for more calls until shutdown(). Returns {"rows", "skipped"}:
-        rows are skipped when a consumer stopped reading (terminate()). With
+        open for more calls until shutdown(). Returns {"rows", "skipped", "partitions",
+        "local_partitions", "pickles_native", "pickles_python"}: rows are skipped when a
+        consumer stopped reading (terminate()); a cached RDD's stored pickles are read in
+        C++ unless they hold values only Python reads (pickles_python). With
         restarts (TFCluster.run), a node's failure restarts the cluster, and train()
         carries on: the new generation is fed again from the first epoch a node had
         not taken in full (_feed_epoch). A streaming DataFrame is fed as it arrives
@@ -622,7 +624,8 @@ class TFCluster:
             def make_job(meta):
                 fn = feeding.feed_rdd_partition(meta, pickled is not None)
                 return lambda: source.mapPartitionsWithIndex(fn).collect()
-        total = {"rows": 0, "skipped": 0, "partitions": 0, "local_partitions": 0}
+        total = {"rows": 0, "skipped": 0, "partitions": 0, "local_partitions": 0,
+                 "pickles_native": 0, "pickles_python": 0}
         with _ProgressLines(self, qname, int(num_epochs), self.progress_interval) as progress:
             self._feed_epochs(make_job, qname, feed_timeout, int(num_epochs), total, progress)
         if total["skipped"]:
@@ -643,6 +646,10 @@ class TFCluster:
             total["skipped"] += sum(s[2] for s in stats)
             total["partitions"] += len(stats)
             total["local_partitions"] += sum(1 for s in stats if s[3])
+            # A cached or source RDD: its stored pickles, read in C++ or (other values)
+            # unpickled in Python.
+            total["pickles_native"] += sum(s[4] for s in stats if len(s) > 4)
+            total["pickles_python"] += sum(s[5] for s in stats if len(s) > 5)
             logger.info("sparktf: fed epoch %d/%d: %d rows in %.1f s", epoch + 1, num_epochs,
                         rows, time.monotonic() - t0)
 

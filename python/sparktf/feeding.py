@@ -110,13 +110,15 @@ def _count_rows(items, pickled: bool) -> int:
     return sum(1 for _ in items)
 
 
-def _push_rows(session, items, pickled: bool = False) -> tuple[int, int]:
+def _push_rows(session, items, pickled: bool = False,
+               pickles: dict | None = None) -> tuple[int, int]:
     """Pushes a partition; returns (rows pushed, rows skipped because the
     consumer stopped reading). `items`: the rows, or with `pickled` the
     partition's pickled row batches (see pickled_batches). The native batcher
     reads the pickles itself (unpickling in Python only those that hold other
     values, or are huge) or pulls rows from the iterator, releasing each once
-    appended; rows leave as batches of about TARGET_BATCH_BYTES."""
+    appended; rows leave as batches of about TARGET_BATCH_BYTES. `pickles` counts
+    the pickles read in C++ ("native") and those unpickled in Python ("python")."""
     from sparktf import _native
 
     batcher = _native.RowBatcher()
@@ -130,6 +132,8 @@ def _push_rows(session, items, pickled: bool = False) -> tuple[int, int]:
             rows = it if not pickled else None
             if pickled and (len(blob) > MAX_PICKLED_BYTES or batcher.append_pickled(blob) < 0):
                 rows = iter(_unpickle(blob))
+            if pickled and pickles is not None:
+                pickles["python" if rows is not None else "native"] += 1
             while True:
                 ended = rows is None or batcher.append_from(rows, TARGET_BATCH_BYTES)
                 if batcher.rows and (not ended or batcher.nbytes >= TARGET_BATCH_BYTES):
@@ -152,19 +156,20 @@ def _push_rows(session, items, pickled: bool = False) -> tuple[int, int]:
 def feed_rdd_partition(meta: dict, pickled: bool = False):
     """mapPartitionsWithIndex function of cluster.train on an RDD (with
     `pickled`, on its pickled_batches): yields one (partition, rows pushed,
-    rows skipped, local) tuple."""
+    rows skipped, local, pickles read in C++, pickles unpickled in Python) tuple."""
 
     def feed(index, items):
+        pickles = {"native": 0, "python": 0}
         try:
             session = _session(meta, index, False)
             if session is None:
-                yield (index, 0, _count_rows(items, pickled), False)
+                yield (index, 0, _count_rows(items, pickled), False, 0, 0)
                 return
-            pushed, skipped = _push_rows(session, items, pickled)
+            pushed, skipped = _push_rows(session, items, pickled, pickles)
             session.finish()
         except errors.SparktfError as e:
             raise _with_node(meta, index, e) from None
-        yield (index, pushed, skipped, session.local)
+        yield (index, pushed, skipped, session.local, pickles["native"], pickles["python"])
 
     return feed
 

@@ -185,17 +185,22 @@ TEST(ColumnarEncoderTest, EncodesLikeEncodeExampleAndSkipsNulls) {
                 return Status::OK();
               }).ok());
   ASSERT_EQ(got.size(), 3u);
-  Example e0, e1;
+  Example e0, e1, e2;
   e0.features["id"] = Ints({5});
   e0.features["vec"] = Floats({1, 2});
   e0.features["words"] = Bytes({"ab"});
   e1.features["id"] = Ints({6});
   e1.features["vec"] = Floats({});
-  std::string want0, want1;
+  e2.features["id"] = Ints({7});
+  e2.features["vec"] = Floats({3});
+  e2.features["words"] = Bytes({"cde"});
+  std::string want0, want1, want2;
   EncodeExample(e0, &want0);
   EncodeExample(e1, &want1);
+  EncodeExample(e2, &want2);
   EXPECT_EQ(got[0], want0);
   EXPECT_EQ(got[1], want1);  // null words left out, empty vec kept
+  EXPECT_EQ(got[2], want2);
 }
 
 TEST(ColumnarEncoderTest, RejectsBadOffsets) {
