@@ -28,7 +28,10 @@ def count_rows(args, ctx):
                         else type(v).__name__)
                 if kind not in seen["kinds"]:
                     seen["kinds"].append(kind)
-                seen["sum"] += float(np.sum(v))
+                try:
+                    seen["sum"] += float(np.sum(v))
+                except (TypeError, ValueError):  # text: no sum, its kind is recorded
+                    pass
     with open(os.path.join(args["out"], f"node-{ctx.executor_id}.json"), "w") as f:
         json.dump({"rows": rows, "batches": batches, "sum": total, "columns": others,
                    "worker": ctx.task_index, "progress": feed.progress()}, f)
