@@ -202,7 +202,7 @@ def reports_steps(args, ctx):
             continue
         step += 1
         time.sleep(0.02)
-        ctx.report(step, epoch=0, loss=1.0 / step, note="not a number")
-    ctx.report(step, epoch=0, force=True, loss=1.0 / max(step, 1))
+        ctx.report(step, epoch=0, batch_size=50, loss=1.0 / step, note="not a number")
+    ctx.report(step, epoch=0, force=True, batch_size=50, loss=1.0 / max(step, 1))
     with open(os.path.join(args["out"], f"steps-{ctx.executor_id}"), "w") as f:
         f.write(str(step))

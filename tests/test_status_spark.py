@@ -113,7 +113,7 @@ def test_the_endpoint_serves_every_nodes_progress_and_input(running):
     assert token != cluster._token  # read-only, derived
     def both_busy():
         s = _status(base, token)
-        busy = [n for n in s["nodes"] if (n["training"] or {}).get("step", 0) > 0
+        busy = [n for n in s["nodes"] if (n["training"] or {}).get("steps_per_sec") is not None
                 and (n["input"] or {}).get("rows_per_sec") is not None]
         return s if len(busy) == 2 else None
     status = _until(both_busy)
@@ -124,7 +124,9 @@ def test_the_endpoint_serves_every_nodes_progress_and_input(running):
         assert n["phase"] == "running" and n["pid"] > 0 and n["host"], n
         assert 0 < n["uptime_s"] < 600 and 0 <= n["heartbeat_age_s"] < 5, n
         training, feed = n["training"], n["input"]
-        assert training["metrics"]["loss"] == pytest.approx(1.0 / training["step"]), training
+        assert training["metrics"] == {"loss": pytest.approx(1.0 / training["step"])}, training
+        assert training["batch_size"] == 50, training
+        assert training["examples_per_sec"] == pytest.approx(50 * training["steps_per_sec"])
         assert feed["rows_fed"] >= feed["rows_taken"] > 0, feed
         assert feed["batches"] > 0 and feed["rows_taken"] >= 50 * feed["batches"] - 50, feed
         assert 0 <= feed["ring_fill"] <= 1 and 0 <= feed["stall"] <= 1, feed

@@ -246,21 +246,25 @@ class NodeContext:
                         self.restart_count)
 
     def report(self, step: int, epoch: int | None = None, force: bool = False,
-               **metrics) -> bool:
+               batch_size: int | None = None, **metrics) -> bool:
         """Reports this node's training progress (a custom loop's hook; Keras:
         metrics_callback): the step, and numbers such as loss=..., shown by
-        cluster.status() and on the driver. Cheap to call every step: at most one report
-        per 0.5 s goes to the node agent (force=True sends this one, e.g. the last);
-        values are read (a tensor's .numpy()) only for the reports sent. True if sent."""
-        return _metrics.report(step, epoch, metrics, force)
+        cluster.status() and on the driver; with `batch_size` (examples a step), its
+        examples/s too. Cheap to call every step: at most one report per 0.5 s goes to
+        the node agent (force=True sends this one, e.g. the last); values are read (a
+        tensor's .numpy()) only for the reports sent. True if sent."""
+        return _metrics.report(step, epoch, metrics, force,
+                               None if batch_size is None else {"batch_size": batch_size})
 
-    def metrics_callback(self):
+    def metrics_callback(self, batch_size: int | None = None):
         """A Keras callback that reports step, epoch, loss and the metrics Keras logs
         (ctx.report), from whichever Keras the node runs (tf.keras):
-        ``model.fit(..., callbacks=[ctx.metrics_callback()])``."""
+        ``model.fit(..., callbacks=[ctx.metrics_callback()])``; with `batch_size` (this
+        worker's examples a step), its examples/s too."""
         import tensorflow as tf
 
         reporter = _metrics
+        extra = None if batch_size is None else {"batch_size": batch_size}
 
         class SparktfMetrics(tf.keras.callbacks.Callback):
             def __init__(self):
@@ -273,10 +277,10 @@ class NodeContext:
 
             def on_train_batch_end(self, batch, logs=None):
                 self.step += 1
-                reporter.report(self.step, self.epoch, logs, False)
+                reporter.report(self.step, self.epoch, logs, False, extra)
 
             def on_epoch_end(self, epoch, logs=None):
-                reporter.report(self.step, epoch, logs, True)
+                reporter.report(self.step, epoch, logs, True, extra)
 
         return SparktfMetrics()
 
@@ -531,13 +535,14 @@ class _MetricsReporter:
         self.interval = interval
         self._last = float("-inf")
 
-    def report(self, step, epoch, metrics, force: bool) -> bool:
+    def report(self, step, epoch, metrics, force: bool, extra: dict | None = None) -> bool:
+        """`extra`: more numbers to send with `metrics` (read only when it is sent)."""
         now = time.monotonic()
         if not force and now - self._last < self.interval:
             return False
         self._last = now
         values = {}
-        for name, value in (metrics or {}).items():
+        for name, value in {**(metrics or {}), **(extra or {})}.items():
             try:
                 number = float(value.numpy() if hasattr(value, "numpy") else value)
             except (TypeError, ValueError):

@@ -67,6 +67,7 @@ function renderStatus(s) {
       ["state", n.phase], ["gen", s.generation], ["up", dur(n.uptime_s)],
       ["heartbeat", live ? dur(n.heartbeat_age_s) + " ago" : "-"], ["epoch", num(tr_.epoch)],
       ["step", num(tr_.step)], ["steps", num(tr_.steps_per_sec)],
+      ["examples", num(tr_.examples_per_sec ?? input.rows_per_sec, 0)],
       ["loss", num((tr_.metrics || {}).loss, 4)], ["metrics", metrics || "-"],
       ["fed", num(input.rows_fed)], ["taken", num(input.rows_taken)],
       ["rows", num(input.rows_per_sec, 0)], ["batches", num(input.batches)],

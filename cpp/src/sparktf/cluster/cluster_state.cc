@@ -528,6 +528,17 @@ void ClusterState::HandleNodeMetrics(int conn, const std::string& payload, TimeP
     t["steps_per_sec"] = secs > 0 && steps >= 0 ? json(steps / secs)
                                                 : n->training["steps_per_sec"];
   }
+  // Examples a second, when the node says its batch size (ctx.report(batch_size=...)),
+  // which is kept beside the metrics, not among them.
+  t["batch_size"] = nullptr;
+  if (t["metrics"].contains("batch_size")) {
+    t["batch_size"] = t["metrics"]["batch_size"];
+    t["metrics"].erase("batch_size");
+  }
+  t["examples_per_sec"] = t["batch_size"].is_number() && t["steps_per_sec"].is_number()
+                              ? json(t["steps_per_sec"].get<double>() *
+                                     t["batch_size"].get<double>())
+                              : json(nullptr);
   n->training = std::move(t);
   n->training_at = now;
 }

@@ -417,6 +417,12 @@ TEST_F(ClusterStateTest, NodeMetricsAreTheLastReportWithAStepRateInTheStatus) {
   EXPECT_EQ(t["step"], 300);
   EXPECT_DOUBLE_EQ(t["steps_per_sec"].get<double>(), 100.0);
   EXPECT_EQ(t["metrics"], (json{{"loss", 0.25}}));
+  EXPECT_TRUE(t["examples_per_sec"].is_null());  // no batch size said
+  Send(0, MessageType::kNodeMetrics, {{"step", 500}, {"metrics", {{"batch_size", 32}}}},
+       kStart + 4s);
+  EXPECT_DOUBLE_EQ(training(0)["examples_per_sec"].get<double>(), 100.0 * 32);
+  EXPECT_EQ(training(0)["batch_size"], 32);
+  EXPECT_EQ(training(0)["metrics"], json::object());
   EXPECT_TRUE(training(1).is_null());
   for (const json& bad : {json{{"epoch", 1}}, json{{"step", "3"}},
                           json{{"step", 3}, {"metrics", 1}}}) {
@@ -425,7 +431,7 @@ TEST_F(ClusterStateTest, NodeMetricsAreTheLastReportWithAStepRateInTheStatus) {
   }
   fx = Send(0, MessageType::kNodeMetrics, {{"step", 1}, {"generation", 2}});
   EXPECT_EQ(Of(fx, MessageType::kError).size(), 1u);
-  EXPECT_EQ(training(0)["step"], 300);
+  EXPECT_EQ(training(0)["step"], 500);
 }
 
 TEST_F(ClusterStateTest, AWorkerUnderHalfTheMedianRateForLongEnoughIsAStraggler) {
