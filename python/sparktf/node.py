@@ -253,8 +253,7 @@ class NodeContext:
         examples/s too. Cheap to call every step: at most one report per 0.5 s goes to
         the node agent (force=True sends this one, e.g. the last); values are read (a
         tensor's .numpy()) only for the reports sent. True if sent."""
-        return _metrics.report(step, epoch, metrics, force,
-                               None if batch_size is None else {"batch_size": batch_size})
+        return _metrics.report(step, epoch, metrics, force, batch_size)
 
     def metrics_callback(self, batch_size: int | None = None):
         """A Keras callback that reports step, epoch, loss and the metrics Keras logs
@@ -264,7 +263,6 @@ class NodeContext:
         import tensorflow as tf
 
         reporter = _metrics
-        extra = None if batch_size is None else {"batch_size": batch_size}
 
         class SparktfMetrics(tf.keras.callbacks.Callback):
             def __init__(self):
@@ -277,10 +275,10 @@ class NodeContext:
 
             def on_train_batch_end(self, batch, logs=None):
                 self.step += 1
-                reporter.report(self.step, self.epoch, logs, False, extra)
+                reporter.report(self.step, self.epoch, logs, False, batch_size)
 
             def on_epoch_end(self, epoch, logs=None):
-                reporter.report(self.step, epoch, logs, True, extra)
+                reporter.report(self.step, epoch, logs, True, batch_size)
 
         return SparktfMetrics()
 
@@ -535,20 +533,22 @@ class _MetricsReporter:
         self.interval = interval
         self._last = float("-inf")
 
-    def report(self, step, epoch, metrics, force: bool, extra: dict | None = None) -> bool:
-        """`extra`: more numbers to send with `metrics` (read only when it is sent)."""
+    def report(self, step, epoch, metrics, force: bool, batch_size=None) -> bool:
+        """`batch_size` goes with the metrics when given (the coordinator keeps it apart)."""
         now = time.monotonic()
         if not force and now - self._last < self.interval:
             return False
         self._last = now
         values = {}
-        for name, value in {**(metrics or {}), **(extra or {})}.items():
+        for name, value in (metrics or {}).items():
             try:
                 number = float(value.numpy() if hasattr(value, "numpy") else value)
             except (TypeError, ValueError):
                 continue  # not a scalar: not a metric to show
             if math.isfinite(number):
                 values[str(name)[:64]] = number
+        if batch_size is not None:
+            values["batch_size"] = int(batch_size)
         line = {"step": int(step), "metrics": values}
         if epoch is not None:
             line["epoch"] = int(epoch)

@@ -102,6 +102,14 @@ class ClusterStateTest : public ::testing::Test {
     EXPECT_EQ(answers[0]->conn, 100 + executor);
     return json::parse(answers[0]->payload);
   }
+  // `field` of node `executor`'s entry in the status; null if it has none.
+  json NodeStatus(int executor, const char* field) const {
+    const json status = json::parse(state_->StatusJson());
+    for (const auto& n : status["nodes"]) {
+      if (n["executor_id"] == executor) return n[field];
+    }
+    return json();
+  }
 
   std::unique_ptr<ClusterState> state_;
 };
@@ -393,13 +401,7 @@ TEST_F(ClusterStateTest, NodeOutputFromAStrangerOrMalformedOrStaleIsRefused) {
 
 TEST_F(ClusterStateTest, NodeMetricsAreTheLastReportWithAStepRateInTheStatus) {
   FormCluster(2);
-  auto training = [&](int node) -> json {
-    const json status = json::parse(state_->StatusJson());
-    for (const auto& n : status["nodes"]) {
-      if (n["executor_id"] == node) return n["training"];
-    }
-    return json();
-  };
+  auto training = [&](int node) { return NodeStatus(node, "training"); };
   EXPECT_TRUE(training(0).is_null());
   Effects fx = Send(0, MessageType::kNodeMetrics,
                     {{"step", 100}, {"epoch", 1},
@@ -520,12 +522,6 @@ TEST_F(ClusterStateTest, AShortDipIsNoStragglerAndAFractionOfZeroTurnsItOff) {
   EXPECT_EQ(slow_node_warnings(0.5), 1u);
 }
 
-}  // namespace
-}  // namespace sparktf::cluster
-
-namespace sparktf::cluster {
-namespace {
-
 TEST_F(ClusterStateTest, FeedReportsGiveEachNodesInputWithRatesStallAndTotals) {
   FormCluster(2);
   auto sync = [&](int executor, uint64_t consumed, uint64_t wait_us, TimePoint at,
@@ -536,13 +532,7 @@ TEST_F(ClusterStateTest, FeedReportsGiveEachNodesInputWithRatesStallAndTotals) {
           {"wait_us", wait_us}, {"ring_fill", 0.25}},
          at);
   };
-  auto input = [&](int node) -> json {
-    const json status = json::parse(state_->StatusJson());
-    for (const auto& n : status["nodes"]) {
-      if (n["executor_id"] == node) return n["input"];
-    }
-    return json();
-  };
+  auto input = [&](int node) { return NodeStatus(node, "input"); };
   EXPECT_TRUE(input(0).is_null());
   sync(0, 320, 100000, kStart + 1s);
   json in = input(0);
