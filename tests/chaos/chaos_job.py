@@ -68,12 +68,15 @@ class FailureLog(logging.Handler):
 
 
 class Injector(threading.Thread):
-    """Waits for the chief's epoch `at_epoch` of generation 0, then hits the target."""
+    """Waits until `watched` (the role whose epochs the result records) has logged epoch
+    `at_epoch` of generation 0, then hits the target. Another node's epoch would not do: it
+    can log an epoch the watched one never logs (killed between the backup and its log)."""
 
-    def __init__(self, scenario: str, work: Path, at_epoch: int, failures: FailureLog,
-                 cut_seconds: float, backup: Path):
+    def __init__(self, scenario: str, work: Path, watched: str, at_epoch: int,
+                 failures: FailureLog, cut_seconds: float, backup: Path):
         super().__init__(daemon=True)
         self.scenario, self.work, self.at_epoch = scenario, work, at_epoch
+        self.watched = watched
         self.failures, self.cut_seconds, self.backup = failures, cut_seconds, backup
         self.injected_at = None
         self.error = None
@@ -96,8 +99,8 @@ class Injector(threading.Thread):
 
     def _run(self):
         while not self.stop.is_set():
-            if any(e["generation"] == 0 and e["epoch"] >= self.at_epoch
-                   for e in _jsonl(self.work / "epochs.jsonl")):
+            if any(e["generation"] == 0 and e["role"] == self.watched
+                   and e["epoch"] >= self.at_epoch for e in _jsonl(self.work / "epochs.jsonl")):
                 break
             time.sleep(0.05)
         target = self._find_target()
@@ -146,6 +149,7 @@ def run_scenario(sc, mode: str, scenario: str, config: dict) -> dict:
     from sparktf import TFCluster, errors
 
     fun, nodes, num_ps, master_node = MODES[mode]
+    watched = "chief:0" if master_node else "worker:0"  # the role whose epochs are recorded
     work = Path(config["work"]) / f"{mode}-{scenario}"
     work.mkdir(parents=True)
     backup = work / "backup"
@@ -161,8 +165,8 @@ def run_scenario(sc, mode: str, scenario: str, config: dict) -> dict:
     before = leftovers()  # the machine's: only what this scenario adds counts
     injector = None
     if scenario != "none":
-        injector = Injector(scenario, work, config.get("fault_epoch", 2), failures,
-                            config.get("cut_seconds", 15), backup)
+        injector = Injector(scenario, work, watched, config.get("fault_epoch", 2),
+                            failures, config.get("cut_seconds", 15), backup)
         injector.start()
     outcome, error, raised_at = "completed", "", None
     cluster = None
@@ -212,7 +216,7 @@ def run_scenario(sc, mode: str, scenario: str, config: dict) -> dict:
         "accuracy": accuracy,
         "generations": 1 + (cluster.generation if cluster else 0),
         "epochs": [(e["generation"], e["epoch"]) for e in _jsonl(work / "epochs.jsonl")
-                   if e["role"] == ("chief:0" if master_node else "worker:0")],
+                   if e["role"] == watched],
         "injector_error": injector.error if injector else None,
         "leftovers": wait_leftovers({p for p in ports if p[1]}, ignore=before),
     }
