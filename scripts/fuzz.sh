@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 cmake --preset fuzz >/dev/null
 targets=(record_reader_fuzz example_fuzz protocol_fuzz batch_fuzz feed_reader_fuzz pickle_fuzz
-  uri_fuzz feed_service_fuzz agent_frames_fuzz output_lines_fuzz status_fuzz)
+  row_batcher_fuzz uri_fuzz feed_service_fuzz agent_frames_fuzz output_lines_fuzz status_fuzz)
 cmake --build --preset fuzz --target "${targets[@]}"
 corpus=build/fuzz/corpus
 crashes=build/fuzz/crashes
@@ -97,6 +97,12 @@ rows = {"scalars": [(0.5, 7, True, "ab", b"cd", None, 2**40)] * 3,
                   for i, t in enumerate(["f4", "f8", "i4", "i8", "u1", "?"])]}
 for name, value in rows.items():
     open(os.path.join(corpus, "pickle_fuzz", name), "wb").write(pickle.dumps(value, 5))
+    blob = pickle.dumps(value, 5)  # row_batcher_fuzz: mode 0, one pickle, then the same again
+    chunk = struct.pack("<H", len(blob)) + blob
+    open(os.path.join(corpus, "row_batcher_fuzz", name), "wb").write(b"\0" + chunk + chunk)
+# row_batcher_fuzz mode 1: 3 columns (a float scalar, a sequence of 2 floats, a 1x1 uint8 array)
+open(os.path.join(corpus, "row_batcher_fuzz", "typed"), "wb").write(
+    b"\x01\x02" + bytes([0, 1 + 9 * 2, 2 + 3 * 4]) + bytes(range(64)))
 uris = ["hdfs:///tmp/x", "hdfs://nn:8020/a/b", "s3://bucket/k/part-*", "file:///x/y",
         "d/part-[0-9]", "*/x", "mem:///root/?", "rel/path"]
 for i, u in enumerate(uris):
