@@ -2,6 +2,7 @@
 blocks of InputMode.SPARK)."""
 
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -166,6 +167,30 @@ def test_rows_to_batch_from_python_values():
     assert cols["x"].tolist() == [1.5, 2.5] and cols["y"].tolist() == [2, 3]
     n, cols = _native.decode_batch(_native.rows_to_batch([np.float32(1), 2.0], names=["v"]))
     assert cols["v"].tolist() == [1.0, 2.0]
+
+
+def test_rows_of_numpy_arrays_come_back_as_arrays_and_lists_as_lists():
+    """What TFoS's next_batch gives: each row's value as the RDD held it."""
+    from sparktf.node import _rows_of
+
+    rows = [(i, [1.0, float(i)], np.full((2, 2), i, np.int32), np.arange(3.0) + i)
+            for i in range(3)]
+    pickled = _native.RowBatcher()
+    assert pickled.append_pickled(pickle.dumps(rows, 5)) == 3  # the C++ pickle reader's path
+    for batch in (_native.rows_to_batch(rows), pickled.take()):
+        n, cols, row_arrays = _native.decode_batch(batch, row_arrays=True)
+        assert n == 3 and row_arrays == ["2", "3"]
+        back = _rows_of(cols, set(row_arrays))
+        for got, want in zip(back, rows):
+            assert type(got[0]) is int and got[0] == want[0]
+            assert type(got[1]) is list and got[1] == want[1]
+            assert isinstance(got[2], np.ndarray) and got[2].dtype == np.int32
+            np.testing.assert_array_equal(got[2], want[2])
+            assert got[3].dtype == np.float64 and got[3].tolist() == want[3].tolist()
+    # encode_batch (the DataFrame path) has no per-row arrays: Spark's arrays are lists
+    _, _, row_arrays = _native.decode_batch(
+        _native.encode_batch({"x": np.zeros((2, 3), np.float32)}), row_arrays=True)
+    assert row_arrays == []
 
 
 @pytest.mark.parametrize("rows,match", [

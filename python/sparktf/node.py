@@ -60,12 +60,17 @@ def _close_feeds(failure: str | None) -> None:
     _feeds.clear()
 
 
-def _rows_of(columns: dict, arrays_as_numpy: bool = False) -> list:
+def _rows_of(columns: dict, arrays_as_numpy=False) -> list:
     """Decoded columns back to a list of rows (one value, or a tuple): numbers as Python
-    numbers, per-row arrays as lists, or with `arrays_as_numpy` as numpy arrays (what
-    TFoS's inference returned for a model's array outputs)."""
-    cols = [list(c) if arrays_as_numpy and getattr(c, "ndim", 1) > 1 else
-            c.tolist() if hasattr(c, "tolist") else c for c in columns.values()]
+    numbers, per-row values as lists, and as numpy arrays (views of the batch) those of
+    the columns named in `arrays_as_numpy` (every column when True: what TFoS's inference
+    returned for a model's array outputs)."""
+    def as_numpy(name, c) -> bool:
+        return getattr(c, "ndim", 1) > 1 and (arrays_as_numpy is True or
+                                              (arrays_as_numpy and name in arrays_as_numpy))
+
+    cols = [list(c) if as_numpy(name, c) else c.tolist() if hasattr(c, "tolist") else c
+            for name, c in columns.items()]
     if len(cols) == 1:
         return cols[0]
     return list(zip(*cols))
@@ -74,9 +79,11 @@ def _rows_of(columns: dict, arrays_as_numpy: bool = False) -> list:
 class DataFeed:
     """TFoS's DataFeed over a native feed ring (InputMode.SPARK).
 
-    next_batch(n)    up to n rows: a list of rows, or with input_mapping a dict
-                     {tensor name: numpy array}; fewer only at the end of the
-                     feed or of an inference partition; empty at the end
+    next_batch(n)    up to n rows: a list of rows, each value as the RDD held it (a
+                     number, a list, a numpy array; a str arrives as its UTF-8
+                     bytes), or with input_mapping a dict {tensor name: numpy
+                     array}; fewer only at the end of the feed or of an
+                     inference partition; empty at the end
     should_stop()    True once the feed has ended (or after terminate())
     batch_results(r) inference: one result per row handed out, in order
     terminate()      stop reading: feeding tasks skip the rest of their data
@@ -92,18 +99,19 @@ class DataFeed:
 
     def next_batch(self, batch_size: int):
         got = None if self._done else self._reader.next_columns(int(batch_size), False,
-                                                                 self._timeout)
+                                                                 self._timeout, True)
         if got is None:
             self._done = True
             return {} if self.input_mapping else []
-        _, columns = got
+        _, columns, row_arrays = got
         if self.input_mapping:
             missing = [c for c in self.input_mapping if c not in columns]
             if missing:
                 raise errors.InvalidArgument(f"input_mapping names columns {missing} that the "
                                              f"feed does not have (it has {list(columns)})")
             return {tensor: columns[col] for col, tensor in self.input_mapping.items()}
-        return _rows_of(columns)
+        # As the RDD held them: a numpy array stays one, a list stays a list.
+        return _rows_of(columns, set(row_arrays))
 
     def should_stop(self) -> bool:
         return self._done

@@ -45,8 +45,9 @@ inline std::chrono::milliseconds Ms(double seconds) {
 }
 
 // An encoded feed batch -> (rows, {name: numpy array, or list of bytes}); the
-// arrays view the batch, which they keep alive.
-nb::tuple BatchToColumns(std::string batch);
+// arrays view the batch, which they keep alive. With `with_row_arrays`, a third
+// item: the names of the columns whose rows were numpy arrays (kRowArrays).
+nb::tuple BatchToColumns(std::string batch, bool with_row_arrays = false);
 // Hands the rows appended to a _native.RowBatcher to `push` as the parts of
 // one encoded batch, pointing into the batcher's buffers (no copy, no Python
 // bytes), then starts a new batch in it. Returns what `push` returned.

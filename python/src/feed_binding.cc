@@ -344,14 +344,16 @@ Status PushRowBatch(nb::handle batcher, const std::function<Status(feed::Message
   return st;
 }
 
-nb::tuple BatchToColumns(std::string batch) {
+nb::tuple BatchToColumns(std::string batch, bool with_row_arrays) {
   auto* owned = new std::string(std::move(batch));
   nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::string*>(p); });
   uint64_t rows = 0;
   std::vector<ColumnView> cols;
   ThrowIfError(DecodeBatch(*owned, &rows, &cols));
   nb::dict out;
+  nb::list row_arrays;
   for (const auto& c : cols) {
+    if (c.row_arrays) row_arrays.append(nb::str(c.name.c_str()));
     if (c.type == ColumnType::kBytes) {
       const uint64_t n = NumValues(c.dims);
       const char* offsets = c.data.data();
@@ -372,6 +374,7 @@ nb::tuple BatchToColumns(std::string batch) {
                                  owner, nullptr, DlpackType(c.type));
     out[c.name.c_str()] = array.cast();
   }
+  if (with_row_arrays) return nb::make_tuple(rows, out, row_arrays);
   return nb::make_tuple(rows, out);
 }
 
@@ -485,11 +488,12 @@ void InitFeed(nb::module_& m) {
     return nb::bytes(out.data(), out.size());
   }, nb::arg("rows"), nb::arg("names") = nb::none());
 
-  // Returns (rows, dict name -> numpy array or list of bytes); the arrays
-  // share one copy of the batch.
-  m.def("decode_batch", [](nb::bytes data) {
-    return BatchToColumns(std::string(data.c_str(), data.size()));
-  }, nb::arg("data"));
+  // Returns (rows, dict name -> numpy array or list of bytes), the arrays
+  // sharing one copy of the batch; with row_arrays, also the names of the
+  // columns whose rows held numpy arrays (not lists).
+  m.def("decode_batch", [](nb::bytes data, bool row_arrays) {
+    return BatchToColumns(std::string(data.c_str(), data.size()), row_arrays);
+  }, nb::arg("data"), nb::arg("row_arrays") = false);
 }
 
 }  // namespace sparktf::python

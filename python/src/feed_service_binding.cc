@@ -35,7 +35,7 @@ class PyFeedReader {
   }
   // The next batch, decoded: (rows, {name: numpy array}), or None at the end
   // of the feed.
-  nb::object NextColumns(uint64_t n, bool exact, double timeout) {
+  nb::object NextColumns(uint64_t n, bool exact, double timeout, bool row_arrays) {
     Result<std::optional<std::string>> got = Status::Internal("unset");
     {
       nb::gil_scoped_release release;
@@ -43,7 +43,7 @@ class PyFeedReader {
     }
     auto batch = ValueOrThrow(std::move(got));
     if (!batch) return nb::none();
-    return BatchToColumns(std::move(*batch));
+    return BatchToColumns(std::move(*batch), row_arrays);
   }
   void PushResults(nb::bytes batch, double timeout) {
     std::string_view b(batch.c_str(), batch.size());
@@ -176,7 +176,7 @@ void InitFeedService(nb::module_& m) {
            nb::arg("token") = "", nb::arg("executor_id") = 0, nb::arg("queue") = "input",
            nb::arg("generation") = 0)
       .def("next_columns", &PyFeedReader::NextColumns, nb::arg("n"), nb::arg("exact"),
-           nb::arg("timeout"))
+           nb::arg("timeout"), nb::arg("row_arrays") = false)
       .def("push_results", &PyFeedReader::PushResults, nb::arg("batch"), nb::arg("timeout"))
       .def("peek_schema", &PyFeedReader::PeekSchema, nb::arg("timeout"))
       .def("terminate", &PyFeedReader::Terminate)

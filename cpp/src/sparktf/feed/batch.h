@@ -2,11 +2,13 @@
 //
 // Layout, little-endian, every section 8-byte aligned:
 //   u32 magic "STFB" | u32 num_columns | u64 num_rows
-//   per column: u8 dtype | u8 ndim | u16 name_length | u32 reserved |
+//   per column: u8 dtype | u8 ndim | u16 name_length | u32 flags |
 //               u64 dims[ndim] (dims[0] == num_rows) | u64 byte_length | name bytes, padded
 //   then each column's payload (byte_length bytes, padded to 8)
 // Payload of a fixed-width dtype is rows * prod(dims[1:]) values, row-major.
 // kBytes columns carry (rows * prod(dims[1:]) + 1) u64 offsets then the data.
+// flags: bit 0 (kRowArrays) says each row's value was an array (numpy), not a
+// list, so that a consumer hands it back as the row held it; only with ndim >= 2.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +23,7 @@ namespace sparktf::feed {
 constexpr uint32_t kBatchMagic = 0x42465453;  // "STFB"
 constexpr size_t kMaxBatchColumns = 4096;
 constexpr size_t kMaxBatchDims = 8;
+constexpr uint32_t kRowArrays = 1;  // column flag (see the layout)
 
 enum class ColumnType : uint8_t {
   kFloat32 = 0, kFloat64 = 1, kInt32 = 2, kInt64 = 3, kUInt8 = 4, kBool = 5, kBytes = 6,
@@ -34,6 +37,7 @@ struct ColumnView {
   ColumnType type = ColumnType::kFloat32;
   std::vector<uint64_t> dims;  // dims[0] = rows
   std::string_view data;       // payload bytes as laid out above
+  bool row_arrays = false;     // flag kRowArrays
 };
 
 // Number of values of a column: product of dims (0 if no dims).
@@ -64,8 +68,8 @@ Status EncodeBatchParts(const std::vector<ColumnView>& columns, uint64_t num_row
 size_t EncodedBatchSize(const std::vector<ColumnView>& columns);
 
 // Parses a batch; views point into `data`, which must outlive them. Every
-// length and count is checked against the buffer before use, and reserved
-// fields and padding must be zero, so that a valid batch has one encoding:
+// length and count is checked against the buffer before use, unknown flags
+// and padding must be zero, so that a valid batch has one encoding:
 // malformed input is InvalidArgument, never an out-of-bounds read.
 Status DecodeBatch(std::string_view data, uint64_t* num_rows, std::vector<ColumnView>* columns);
 

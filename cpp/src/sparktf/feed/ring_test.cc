@@ -293,6 +293,20 @@ TEST(BatchTest, RoundTripAndMalformedInput) {
   bad = buf;
   bad[16 + 16 + 16 + 1] = 1;  // a padding byte after the first column's name
   EXPECT_FALSE(DecodeBatch(bad, &rows, &back).ok());
+  // The row-arrays flag: on a column with per-row dims it decodes (and
+  // re-encodes to the same bytes); on a column of scalars it is refused.
+  EXPECT_FALSE(back[0].row_arrays);
+  std::string flagged = buf;
+  flagged[16 + 4] = 1;
+  ASSERT_TRUE(DecodeBatch(flagged, &rows, &back).ok());
+  EXPECT_TRUE(back[0].row_arrays);
+  EXPECT_FALSE(back[1].row_arrays);
+  std::string again;
+  ASSERT_TRUE(EncodeBatch(back, rows, &again).ok());
+  EXPECT_EQ(again, flagged);
+  bad = buf;
+  bad[16 + 40 + 4] = 1;  // the second column ("label", one value per row)
+  EXPECT_FALSE(DecodeBatch(bad, &rows, &back).ok());
   cols[1].dims = {3};  // wrong row count
   EXPECT_FALSE(EncodeBatch(cols, 2, &buf).ok());
 }

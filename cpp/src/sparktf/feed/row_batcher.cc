@@ -131,6 +131,7 @@ ColumnView ColumnBuilder::View() {
   c.type = sig_.type;
   c.dims = {rows_};
   c.dims.insert(c.dims.end(), sig_.inner.begin(), sig_.inner.end());
+  c.row_arrays = sig_.shape == ColumnShape::kArray;
   if (sig_.type == ColumnType::kBytes) {
     payload_.assign(reinterpret_cast<const char*>(offsets_.data()), offsets_.size() * 8);
     payload_ += data_;

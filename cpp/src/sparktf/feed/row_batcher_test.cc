@@ -115,6 +115,8 @@ TEST(RowBatcherTest, TypedRowsEncodeEveryShape) {
   EXPECT_EQ(d.columns[4].dims, (std::vector<uint64_t>{3, 3}));
   EXPECT_EQ(Values<float>(d.columns[4]), (std::vector<float>{0, 1, 2, 10, 11, 12, 20, 21, 22}));
   EXPECT_EQ(d.columns[5].dims, (std::vector<uint64_t>{3, 2, 2}));
+  EXPECT_TRUE(d.columns[5].row_arrays) << "rows of arrays are marked, to come back as arrays";
+  EXPECT_FALSE(d.columns[4].row_arrays) << "rows of lists are not";
   EXPECT_EQ(Values<uint8_t>(d.columns[5]),
             (std::vector<uint8_t>{1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3}));
   EXPECT_EQ(b.rows(), 0u);  // Take starts a new batch

@@ -101,6 +101,25 @@ TEST(BatchAssemblerTest, RejectsBatchesWithOtherColumns) {
   EXPECT_EQ(a.Add("garbage").code(), StatusCode::kInvalidArgument);
 }
 
+TEST(BatchAssemblerTest, KeepsTheRowArraysFlagOfTheFirstBatch) {
+  const std::vector<float> x = {1, 2, 3, 4};
+  std::vector<ColumnView> cols = {
+      {"x", ColumnType::kFloat32, {2, 2}, {reinterpret_cast<const char*>(x.data()), 16}}};
+  cols[0].row_arrays = true;
+  std::string batch;
+  ASSERT_TRUE(EncodeBatch(cols, 2, &batch).ok());
+  BatchAssembler a;
+  ASSERT_TRUE(a.Add(batch).ok());
+  ASSERT_TRUE(a.Add(batch).ok());
+  std::string out;
+  ASSERT_TRUE(a.Take(3, &out).ok());
+  uint64_t rows = 0;
+  std::vector<ColumnView> back;
+  ASSERT_TRUE(DecodeBatch(out, &rows, &back).ok());
+  EXPECT_EQ(rows, 3u);
+  EXPECT_TRUE(back[0].row_arrays);
+}
+
 TEST(MarkerTest, RoundTripsAndRejectsMalformed) {
   Marker m{Marker::kBegin, 7, "/sparktf-x-1-r", 0};
   auto got = DecodeMarker(EncodeMarker(m));
