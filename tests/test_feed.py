@@ -113,8 +113,9 @@ def test_killed_consumer_is_noticed_and_its_segment_removed():
 def _expected_columns(rows, names=None):
     """What a batch of `rows` must decode to, built with numpy from the Python values
     (not by sparktf's batcher): a tuple or list is a row, anything else a row of one value;
-    bool -> bool, int -> int64, float -> float32, str (UTF-8) and bytes -> bytes, a list or
-    tuple -> a row of its items' type, a numpy array -> its dtype and shape."""
+    bool -> bool, int -> int64, float -> float32, str -> str (a column of str only; among
+    bytes, its UTF-8 bytes), bytes -> bytes, a list or tuple -> a row of its items' type, a
+    numpy array -> its dtype and shape."""
     rows = [r if isinstance(r, (tuple, list)) else (r,) for r in rows]
     names = names or [str(i) for i in range(len(rows[0]))]
 
@@ -127,7 +128,9 @@ def _expected_columns(rows, names=None):
         values = [r[i] for r in rows]
         first = values[0]
         if isinstance(first, (str, bytes)):
-            out[name] = [v.encode() if isinstance(v, str) else v for v in values]
+            text = all(isinstance(v, str) for v in values)
+            out[name] = values if text else [v.encode() if isinstance(v, str) else v
+                                             for v in values]
         elif isinstance(first, np.ndarray):
             out[name] = np.stack(values)
         elif isinstance(first, (list, tuple)):
@@ -160,7 +163,7 @@ def test_rows_to_batch_from_python_values():
     assert cols["1"].dtype == np.float32 and cols["1"].tolist() == [0, 0.5, 1, 1.5, 2]
     assert cols["2"].shape == (5, 3) and cols["2"][4].tolist() == [1, 2, 4]
     assert cols["3"].shape == (5, 2, 2) and cols["3"].dtype == np.int32
-    assert cols["4"] == [b"r0", b"r1", b"r2", b"r3", b"r4"]
+    assert cols["4"] == ["r0", "r1", "r2", "r3", "r4"]  # str, as the rows held them
     assert cols["5"].tolist() == [True, False, True, False, True]
     # pyspark Rows name the columns; single values make one column.
     n, cols = _native.decode_batch(_native.rows_to_batch([Row(x=1.5, y=2), Row(x=2.5, y=3)]))

@@ -48,7 +48,7 @@ def test_train_feeds_every_row_once(spark, tmp_path, transport, source, clean_af
     cluster = TFCluster.run(sc, feed_funs.count_rows, {"out": str(tmp_path), "batch": 100}, 2,
                             input_mode=SPARK)
     rdd = sc.parallelize(range(8), 8).flatMap(
-        lambda p: [(float(p * 1000 + i), np.arange(3, dtype=np.float32), [1.0, 2.0])
+        lambda p: [(float(p * 1000 + i), np.arange(3, dtype=np.float32), [1.0, 2.0], f"r{i}")
                    for i in range(1000)])
     if source == "cached":  # fed from the stored pickles, read in C++
         rdd = rdd.cache()
@@ -71,9 +71,11 @@ def test_train_feeds_every_row_once(spark, tmp_path, transport, source, clean_af
         assert r["rows"] == 8000 and r["sum"] == expected[w], (w, r)
         assert r["progress"]["dropped"] == 0, (w, r["progress"])
         # each row's values arrive whole and as the RDD held them (as TFoS gives them): the
-        # numpy array as a float32 array of 3 (0 + 1 + 2 a row), the list as a list of 2
+        # numpy array as a float32 array of 3 (0 + 1 + 2 a row), the list as a list of 2,
+        # the text as str
         assert r["columns"] == {"1": {"sum": 3.0 * 8000, "kinds": ["float32[3]"]},
-                                "2": {"sum": 3.0 * 8000, "kinds": ["list[2]"]}}, r
+                                "2": {"sum": 3.0 * 8000, "kinds": ["list[2]"]},
+                                "3": {"sum": 0.0, "kinds": ["str"]}}, r
     assert cluster.dropped_records == 0
 
 

@@ -80,10 +80,10 @@ class DataFeed:
     """TFoS's DataFeed over a native feed ring (InputMode.SPARK).
 
     next_batch(n)    up to n rows: a list of rows, each value as the RDD held it (a
-                     number, a list, a numpy array; a str arrives as its UTF-8
-                     bytes), or with input_mapping a dict {tensor name: numpy
-                     array}; fewer only at the end of the feed or of an
-                     inference partition; empty at the end
+                     number, str, bytes, a list, a numpy array), or with
+                     input_mapping a dict {tensor name: numpy array}; fewer only
+                     at the end of the feed or of an inference partition; empty
+                     at the end
     should_stop()    True once the feed has ended (or after terminate())
     batch_results(r) inference: one result per row handed out, in order
     terminate()      stop reading: feeding tasks skip the rest of their data

@@ -268,7 +268,7 @@ class PyRowBatcher {
       Py_ssize_t n;
       const char* s = PyUnicode_AsUTF8AndSize(v, &n);
       if (!s) throw nb::python_error();
-      col.PutText(std::string_view(s, static_cast<size_t>(n)));
+      col.PutText(std::string_view(s, static_cast<size_t>(n)), true);
     } else {
       Fail(col, "expected bytes or str");
     }
@@ -363,7 +363,11 @@ nb::tuple BatchToColumns(std::string batch, bool with_row_arrays) {
         uint64_t a, b;
         std::memcpy(&a, offsets + i * 8, 8);
         std::memcpy(&b, offsets + (i + 1) * 8, 8);
-        items.append(nb::bytes(values + a, static_cast<size_t>(b - a)));
+        if (c.text) {  // str rows, as the feeding task's values were
+          items.append(nb::str(values + a, static_cast<size_t>(b - a)));
+        } else {
+          items.append(nb::bytes(values + a, static_cast<size_t>(b - a)));
+        }
       }
       out[c.name.c_str()] = items;
       continue;

@@ -149,7 +149,8 @@ Status EncodeBatchHeader(const std::vector<ColumnView>& columns, uint64_t num_ro
     Put<uint8_t>(out, static_cast<uint8_t>(c.type));
     Put<uint8_t>(out, static_cast<uint8_t>(c.dims.size()));
     Put<uint16_t>(out, static_cast<uint16_t>(c.name.size()));
-    Put<uint32_t>(out, c.row_arrays && c.dims.size() >= 2 ? kRowArrays : 0);
+    Put<uint32_t>(out, (c.row_arrays && c.dims.size() >= 2 ? kRowArrays : 0) |
+                           (c.text && c.type == ColumnType::kBytes ? kText : 0));
     for (uint64_t d : c.dims) Put<uint64_t>(out, d);
     Put<uint64_t>(out, payload_sizes[i]);
     out->append(c.name);
@@ -204,9 +205,13 @@ Status DecodeBatch(std::string_view data, uint64_t* num_rows, std::vector<Column
     if (!cur.Get(&type) || !cur.Get(&ndim) || !cur.Get(&name_len) || !cur.Get(&flags)) {
       return Bad("truncated column header");
     }
-    if ((flags & ~kRowArrays) != 0) return Bad("unknown column flags");
+    if ((flags & ~(kRowArrays | kText)) != 0) return Bad("unknown column flags");
     if ((flags & kRowArrays) && ndim < 2) return Bad("row-arrays flag on a column of scalars");
+    if ((flags & kText) && type != static_cast<uint8_t>(ColumnType::kBytes)) {
+      return Bad("text flag on a column of numbers");
+    }
     c.row_arrays = (flags & kRowArrays) != 0;
+    c.text = (flags & kText) != 0;
     if (type > static_cast<uint8_t>(ColumnType::kBytes)) return Bad("unknown dtype");
     if (ndim == 0 || ndim > kMaxBatchDims) return Bad("bad number of dimensions");
     c.type = static_cast<ColumnType>(type);

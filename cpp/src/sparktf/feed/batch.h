@@ -9,6 +9,7 @@
 // kBytes columns carry (rows * prod(dims[1:]) + 1) u64 offsets then the data.
 // flags: bit 0 (kRowArrays) says each row's value was an array (numpy), not a
 // list, so that a consumer hands it back as the row held it; only with ndim >= 2.
+// Bit 1 (kText): every value of a kBytes column was text (a Python str, UTF-8).
 #pragma once
 
 #include <cstdint>
@@ -23,7 +24,8 @@ namespace sparktf::feed {
 constexpr uint32_t kBatchMagic = 0x42465453;  // "STFB"
 constexpr size_t kMaxBatchColumns = 4096;
 constexpr size_t kMaxBatchDims = 8;
-constexpr uint32_t kRowArrays = 1;  // column flag (see the layout)
+constexpr uint32_t kRowArrays = 1;  // column flags (see the layout)
+constexpr uint32_t kText = 2;
 
 enum class ColumnType : uint8_t {
   kFloat32 = 0, kFloat64 = 1, kInt32 = 2, kInt64 = 3, kUInt8 = 4, kBool = 5, kBytes = 6,
@@ -38,6 +40,7 @@ struct ColumnView {
   std::vector<uint64_t> dims;  // dims[0] = rows
   std::string_view data;       // payload bytes as laid out above
   bool row_arrays = false;     // flag kRowArrays
+  bool text = false;           // flag kText
 };
 
 // Number of values of a column: product of dims (0 if no dims).

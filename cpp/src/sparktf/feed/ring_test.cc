@@ -307,6 +307,18 @@ TEST(BatchTest, RoundTripAndMalformedInput) {
   bad = buf;
   bad[16 + 40 + 4] = 1;  // the second column ("label", one value per row)
   EXPECT_FALSE(DecodeBatch(bad, &rows, &back).ok());
+  // The text flag: on the bytes column it decodes; on a column of numbers not.
+  flagged = buf;
+  flagged[16 + 40 + 32 + 4] = 2;  // the third column, "s"
+  ASSERT_TRUE(DecodeBatch(flagged, &rows, &back).ok());
+  EXPECT_TRUE(back[2].text);
+  EXPECT_FALSE(back[0].text);
+  again.clear();  // EncodeBatch appends
+  ASSERT_TRUE(EncodeBatch(back, rows, &again).ok());
+  EXPECT_EQ(again, flagged);
+  bad = buf;
+  bad[16 + 4] = 2;
+  EXPECT_FALSE(DecodeBatch(bad, &rows, &back).ok());
   cols[1].dims = {3};  // wrong row count
   EXPECT_FALSE(EncodeBatch(cols, 2, &buf).ok());
 }

@@ -81,7 +81,7 @@ void ColumnBuilder::AppendParsed(const PickledRows& r, const PickleValue& v) {
   switch (sig_.shape) {
     case ColumnShape::kScalar:
       if (sig_.type == ColumnType::kBytes) {
-        PutText(r.Text(v));
+        PutText(r.Text(v), v.kind == PickleValue::Kind::kStr);
         break;
       }
       [[fallthrough]];
@@ -123,6 +123,7 @@ void ColumnBuilder::Clear() {
   data_.clear();
   offsets_.resize(1);
   payload_.clear();
+  all_str_ = false;
 }
 
 ColumnView ColumnBuilder::View() {
@@ -132,6 +133,7 @@ ColumnView ColumnBuilder::View() {
   c.dims = {rows_};
   c.dims.insert(c.dims.end(), sig_.inner.begin(), sig_.inner.end());
   c.row_arrays = sig_.shape == ColumnShape::kArray;
+  c.text = sig_.type == ColumnType::kBytes && rows_ > 0 && all_str_;
   if (sig_.type == ColumnType::kBytes) {
     payload_.assign(reinterpret_cast<const char*>(offsets_.data()), offsets_.size() * 8);
     payload_ += data_;

@@ -59,10 +59,12 @@ class ColumnBuilder {
   // the pointer (valid until the next put); Unextend takes back the last ones.
   char* Extend(size_t values);
   void Unextend(size_t values) { data_.resize(data_.size() - values * ItemSize(sig_.type)); }
-  // The value of a row of a kBytes scalar column.
-  void PutText(std::string_view v) {
+  // The value of a row of a kBytes scalar column; `is_str`: it was text (a
+  // Python str), and the column is marked text while every value is.
+  void PutText(std::string_view v, bool is_str = false) {
     data_.append(v);
     offsets_.push_back(data_.size());
+    all_str_ = (rows_ == 0 || all_str_) && is_str;
   }
   // A row of an array column: InvalidArgument unless `type` and `shape` are
   // the column's and `bytes` holds exactly those values.
@@ -96,6 +98,7 @@ class ColumnBuilder {
   std::string data_;
   std::vector<uint64_t> offsets_{0};  // kBytes: the end of each row's value
   std::string payload_;               // kBytes: offsets then data, as encoded
+  bool all_str_ = false;              // kBytes: every value so far was a str
 };
 
 class RowBatcher {

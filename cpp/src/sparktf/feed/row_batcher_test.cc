@@ -88,7 +88,7 @@ TEST(RowBatcherTest, TypedRowsEncodeEveryShape) {
     b.column(0).PutFloat32(0.5f * static_cast<float>(r));
     b.column(1).PutInt64(-1000000000000LL * r);
     b.column(2).PutBool(r == 1);
-    b.column(3).PutText(std::string(static_cast<size_t>(r), 'a' + static_cast<char>(r)));
+    b.column(3).PutText(std::string(static_cast<size_t>(r), 'a' + static_cast<char>(r)), true);
     ASSERT_TRUE(b.column(4).CheckSequence(3).ok());
     char* out = b.column(4).Extend(3);
     for (int i = 0; i < 3; ++i) {
@@ -112,6 +112,7 @@ TEST(RowBatcherTest, TypedRowsEncodeEveryShape) {
   EXPECT_EQ(Values<uint8_t>(d.columns[2]), (std::vector<uint8_t>{0, 1, 0}));
   EXPECT_EQ(d.columns[3].type, ColumnType::kBytes);
   EXPECT_EQ(Texts(d.columns[3]), (std::vector<std::string>{"", "b", "cc"}));
+  EXPECT_TRUE(d.columns[3].text) << "every value was a str";
   EXPECT_EQ(d.columns[4].dims, (std::vector<uint64_t>{3, 3}));
   EXPECT_EQ(Values<float>(d.columns[4]), (std::vector<float>{0, 1, 2, 10, 11, 12, 20, 21, 22}));
   EXPECT_EQ(d.columns[5].dims, (std::vector<uint64_t>{3, 2, 2}));
@@ -178,6 +179,7 @@ TEST(RowBatcherTest, PickledRowsAppendAsTheirPythonValues) {
   EXPECT_EQ(d.columns[2].dims, (std::vector<uint64_t>{3, 2}));
   EXPECT_EQ(Values<float>(d.columns[2]), (std::vector<float>{1, 2, 3, 4.5f, 5, 6}));
   EXPECT_EQ(Texts(d.columns[3]), (std::vector<std::string>{"ab", "cd", ""}));
+  EXPECT_FALSE(d.columns[3].text) << "b'ab' and 'cd': bytes among text stay bytes";
   EXPECT_EQ(Values<uint8_t>(d.columns[4]), (std::vector<uint8_t>{1, 0, 1}));
 }
 

@@ -193,6 +193,12 @@ Status BatchAssembler::Take(uint64_t n, std::string* out) {
     const ColumnView& s = schema_[k];
     views[k] = s;
     views[k].dims[0] = n;
+    // Marked only if every piece's column is: rows of lists among arrays come
+    // back as lists, bytes among text as bytes.
+    for (const Piece& p : pieces) {
+      views[k].row_arrays = views[k].row_arrays && p.chunk->columns[k].row_arrays;
+      views[k].text = views[k].text && p.chunk->columns[k].text;
+    }
     const uint64_t inner = InnerValues(s);
     if (s.type != ColumnType::kBytes) {
       sizes[k] = n * inner * ItemSize(s.type);

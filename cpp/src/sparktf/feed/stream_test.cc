@@ -101,23 +101,29 @@ TEST(BatchAssemblerTest, RejectsBatchesWithOtherColumns) {
   EXPECT_EQ(a.Add("garbage").code(), StatusCode::kInvalidArgument);
 }
 
-TEST(BatchAssemblerTest, KeepsTheRowArraysFlagOfTheFirstBatch) {
+TEST(BatchAssemblerTest, KeepsAFlagWhereEveryRowHadIt) {
   const std::vector<float> x = {1, 2, 3, 4};
   std::vector<ColumnView> cols = {
       {"x", ColumnType::kFloat32, {2, 2}, {reinterpret_cast<const char*>(x.data()), 16}}};
+  std::string lists, arrays;
+  ASSERT_TRUE(EncodeBatch(cols, 2, &lists).ok());
   cols[0].row_arrays = true;
-  std::string batch;
-  ASSERT_TRUE(EncodeBatch(cols, 2, &batch).ok());
+  ASSERT_TRUE(EncodeBatch(cols, 2, &arrays).ok());
   BatchAssembler a;
-  ASSERT_TRUE(a.Add(batch).ok());
-  ASSERT_TRUE(a.Add(batch).ok());
-  std::string out;
-  ASSERT_TRUE(a.Take(3, &out).ok());
-  uint64_t rows = 0;
-  std::vector<ColumnView> back;
-  ASSERT_TRUE(DecodeBatch(out, &rows, &back).ok());
-  EXPECT_EQ(rows, 3u);
-  EXPECT_TRUE(back[0].row_arrays);
+  ASSERT_TRUE(a.Add(arrays).ok());
+  ASSERT_TRUE(a.Add(arrays).ok());
+  ASSERT_TRUE(a.Add(lists).ok());
+  const auto take = [&](uint64_t n) {
+    std::string out;
+    EXPECT_TRUE(a.Take(n, &out).ok());
+    uint64_t rows = 0;
+    std::vector<ColumnView> back;
+    EXPECT_TRUE(DecodeBatch(out, &rows, &back).ok());
+    EXPECT_EQ(rows, n);
+    return back.empty() ? false : back[0].row_arrays;
+  };
+  EXPECT_TRUE(take(3)) << "rows of two batches of arrays";
+  EXPECT_FALSE(take(2)) << "an array row and a list row: lists";
 }
 
 TEST(MarkerTest, RoundTripsAndRejectsMalformed) {
