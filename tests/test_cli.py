@@ -129,3 +129,31 @@ def test_missing_path_and_bad_compression(tmp_path):
     f.write_bytes(b"")
     p = run("records", "count", "-c", "LZ4", str(f), check=False)
     assert p.returncode == 1 and "unknown compression" in p.stderr
+
+
+def test_pack_leaves_out_the_packages_named(tmp_path):
+    """`sparktf pack --exclude-package`: the package's files and its dist-info are not in
+    the archive; everything else is, pyspark excepted (Spark ships it)."""
+    import tarfile
+    import venv
+
+    env = tmp_path / "env"
+    venv.create(env, with_pip=False)
+    site = next(env.glob("lib/python*/site-packages"))
+    for entry, name in (("keep", "__init__.py"), ("drop", "__init__.py"),
+                        ("drop-1.0.dist-info", "METADATA"), ("pyspark", "__init__.py"),
+                        ("tests_util", "x.py")):
+        (site / entry).mkdir()
+        (site / entry / name).write_text("# stub\n")
+    (site / "dropmod.py").write_text("# a one-module package\n")
+    out = tmp_path / "env.tar"
+    p = run("pack", "-p", str(env), "-o", str(out), "--exclude-package", "drop",
+            "--exclude-package", "dropmod", "--exclude-package", "tests_*")
+    assert "--archives env.tar#env" in p.stdout
+    with tarfile.open(out) as t:
+        names = {n.split("site-packages/", 1)[1] for n in t.getnames() if "site-packages/" in n}
+    assert "keep/__init__.py" in names
+    assert not [n for n in names if n.startswith(("drop", "pyspark", "tests_"))], names
+    bad = run("pack", "-p", str(env), "-o", str(out), "-f", "--exclude-package", "a/b",
+              check=False)
+    assert bad.returncode == 1 and "package name" in bad.stderr

@@ -29,10 +29,21 @@ EXCLUDE = ["lib/python*/site-packages/pyspark/*", "lib/python*/site-packages/pys
            "lib/python*/site-packages/tensorflow/include/*"]
 
 
+def package_patterns(name: str) -> list[str]:
+    """What excluding the site-packages entry `name` drops: its directory (or module)
+    and its dist-info. `name` is the importable name or a glob over such names
+    (`moto`, `tf_keras`, `trio*`)."""
+    if not name or "/" in name:
+        raise ValueError(f"--exclude-package takes a package name, not {name!r}")
+    site = "lib/python*/site-packages/"
+    return [site + name + "/*", site + name + ".py", site + name + "-*.dist-info/*"]
+
+
 def pack(output: str, prefix: str | None = None, compress_level: int = 1,
-         force: bool = False) -> str:
+         force: bool = False, exclude_packages: tuple[str, ...] = ()) -> str:
     """Packs the virtual environment at `prefix` (default: the running one) into
-    `output` (.tar.gz, .tgz, .tar or .zip); returns its path."""
+    `output` (.tar.gz, .tgz, .tar or .zip); returns its path. `exclude_packages`:
+    site-packages entries the job does not need (package_patterns), left out too."""
     try:
         import venv_pack
     except ImportError as e:
@@ -42,8 +53,9 @@ def pack(output: str, prefix: str | None = None, compress_level: int = 1,
             os.path.join(prefix, "pyvenv.cfg")):
         raise RuntimeError(f"{prefix} is not a virtual environment; run sparktf pack with "
                            "the environment's own python (or pass --prefix)")
+    patterns = EXCLUDE + [p for name in exclude_packages for p in package_patterns(name)]
     return venv_pack.pack(prefix=prefix, output=output, compress_level=compress_level,
-                          force=force, filters=[("exclude", p) for p in EXCLUDE])
+                          force=force, filters=[("exclude", p) for p in patterns])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,9 +65,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-p", "--prefix", help="the virtual environment (default: this one)")
     ap.add_argument("--compress-level", type=int, default=1)
     ap.add_argument("-f", "--force", action="store_true", help="overwrite the output")
+    ap.add_argument("--exclude-package", action="append", default=[], metavar="NAME",
+                    help="leave out a package the job does not need (its importable name "
+                         "or a glob of names; repeatable): fewer files for each node to "
+                         "unpack")
     a = ap.parse_args(argv)
     try:
-        out = pack(a.output, a.prefix, a.compress_level, a.force)
+        out = pack(a.output, a.prefix, a.compress_level, a.force,
+                   tuple(a.exclude_package))
     except Exception as e:  # venv-pack raises its own error types
         print(f"sparktf pack: {e}", file=sys.stderr)
         return 1
