@@ -156,7 +156,7 @@ class PyRowBatcher {
     switch (col.signature().shape) {
       case ColumnShape::kScalar: AppendScalar(col, v); break;
       case ColumnShape::kSequence: AppendSequence(col, v); break;
-      case ColumnShape::kArray: AppendArray(col, v, array_formats_[c]); break;
+      case ColumnShape::kArray: AppendArray(col, v, array_formats_[c], shape_); break;
     }
     col.EndRow();
   }
@@ -292,8 +292,10 @@ class PyRowBatcher {
     for (; i < n; ++i) PutNumber(col, items[i]);
   }
 
-  // format: the buffer format of the column's rows so far (checked once).
-  static void AppendArray(ColumnBuilder& col, PyObject* v, std::string& format) {
+  // format: the buffer format of the column's rows so far (checked once);
+  // shape: scratch for the row's shape, kept for its memory.
+  static void AppendArray(ColumnBuilder& col, PyObject* v, std::string& format,
+                          std::vector<uint64_t>& shape) {
     Py_buffer view;
     if (IsText(v) || PyObject_GetBuffer(v, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) {
       PyErr_Clear();
@@ -309,7 +311,7 @@ class PyRowBatcher {
       type = TypeOfFormat(f, static_cast<size_t>(view.itemsize), col.name());
       if (type == col.signature().type) format = f;
     }
-    std::vector<uint64_t> shape(view.shape, view.shape + view.ndim);
+    shape.assign(view.shape, view.shape + view.ndim);
     ThrowIfError(col.PutArray(type, shape,
                               std::string_view(static_cast<const char*>(view.buf),
                                                static_cast<size_t>(view.len))));
@@ -317,6 +319,7 @@ class PyRowBatcher {
 
   RowBatcher core_;
   std::vector<std::string> array_formats_;  // per column
+  std::vector<uint64_t> shape_;             // AppendArray's scratch
 };
 
 // A numpy dtype for a fixed-width column type.

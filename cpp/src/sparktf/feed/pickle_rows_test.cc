@@ -4,20 +4,16 @@
 
 #include <cstring>
 
+#include "sparktf/feed/testutil_internal.h"
+
 namespace sparktf::feed {
 namespace {
+
+using testutil::FromHex;
 
 using Kind = PickleValue::Kind;
 
 // Pickles written by CPython 3.11 (pickle.dumps(rows, 5), numpy 2).
-std::string Hex(std::string_view hex) {
-  std::string out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
-    out.push_back(static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
-  }
-  return out;
-}
-
 // [([0.5, -1.5], 7, True, 'ab', b'cd', None), ([2.0, 3.0], -70000, False, 'é', b'', None)]
 const char* kScalars =
     "80059554000000000000005d9428285d9428473fe000000000000047bff8000000000000654b07888c0261629443"
@@ -32,7 +28,7 @@ const char* kNumpy =
     "018694652e";
 
 TEST(PickledRowsTest, ReadsNumbersTextAndLists) {
-  const std::string p = Hex(kScalars);
+  const std::string p = FromHex(kScalars);
   PickledRows r;
   ASSERT_TRUE(r.Parse(p).ok());
   ASSERT_EQ(r.rows(), 2u);
@@ -58,7 +54,7 @@ TEST(PickledRowsTest, ReadsNumbersTextAndLists) {
 }
 
 TEST(PickledRowsTest, ReadsNumpyArraysAsViewsOfThePickle) {
-  const std::string p = Hex(kNumpy);
+  const std::string p = FromHex(kNumpy);
   PickledRows r;
   ASSERT_TRUE(r.Parse(p).ok()) << r.Parse(p).ToString();
   ASSERT_EQ(r.rows(), 2u);
@@ -81,7 +77,7 @@ TEST(PickledRowsTest, ReadsNumpyArraysAsViewsOfThePickle) {
 TEST(PickledRowsTest, LongsWithinInt64) {
   // [(2**40, -2**40, 2**63 - 1, -2**63)]
   PickledRows r;
-  ASSERT_TRUE(r.Parse(Hex("8005952b000000000000005d94288a060000000000018a060000000000ff8a08ffffffffffff"
+  ASSERT_TRUE(r.Parse(FromHex("8005952b000000000000005d94288a060000000000018a060000000000ff8a08ffffffffffff"
                           "ff7f8a0800000000000000807494612e"))
                   .ok());
   const auto row = r.Items(r.row(0));
@@ -110,22 +106,22 @@ TEST(PickledRowsTest, WhatOnlyPythonReadsIsUnimplemented) {
   };
   PickledRows r;
   for (const char* hex : cases) {
-    Status st = r.Parse(Hex(hex));
+    Status st = r.Parse(FromHex(hex));
     EXPECT_EQ(st.code(), StatusCode::kUnimplemented) << hex << ": " << st.ToString();
     EXPECT_EQ(r.rows(), 0u);
   }
 }
 
 TEST(PickledRowsTest, MalformedInputIsRejected) {
-  const std::string p = Hex(kNumpy);
+  const std::string p = FromHex(kNumpy);
   PickledRows r;
   for (size_t n = 0; n < p.size(); ++n) {  // every truncation
     Status st = r.Parse(std::string_view(p).substr(0, n));
     EXPECT_FALSE(st.ok()) << n;
   }
-  EXPECT_EQ(r.Parse(Hex("80055d94682a2e")).code(), StatusCode::kInvalidArgument);  // GET 42
-  EXPECT_EQ(r.Parse(Hex("8005652e")).code(), StatusCode::kInvalidArgument);        // APPENDS, no MARK
-  EXPECT_EQ(r.Parse(Hex("80054e4e2e")).code(), StatusCode::kInvalidArgument);      // two left at STOP
+  EXPECT_EQ(r.Parse(FromHex("80055d94682a2e")).code(), StatusCode::kInvalidArgument);  // GET 42
+  EXPECT_EQ(r.Parse(FromHex("8005652e")).code(), StatusCode::kInvalidArgument);        // APPENDS, no MARK
+  EXPECT_EQ(r.Parse(FromHex("80054e4e2e")).code(), StatusCode::kInvalidArgument);      // two left at STOP
 }
 
 }  // namespace

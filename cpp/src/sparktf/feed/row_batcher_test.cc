@@ -4,16 +4,12 @@
 
 #include <cstring>
 
+#include "sparktf/feed/testutil_internal.h"
+
 namespace sparktf::feed {
 namespace {
 
-std::string Hex(std::string_view hex) {
-  std::string out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
-    out.push_back(static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
-  }
-  return out;
-}
+using testutil::FromHex;
 
 // Pickles written by CPython 3.11 (pickle.dumps(rows, 5), numpy 2).
 // [(0.5, 7, [1.0, 2.0], b'ab', True), (1.5, -3, [3.0, 4.5], 'cd', False)]
@@ -168,8 +164,8 @@ TEST(RowBatcherTest, NamesMustFitTheRows) {
 
 TEST(RowBatcherTest, PickledRowsAppendAsTheirPythonValues) {
   RowBatcher b({{"x", "n", "v", "t", "ok"}});
-  EXPECT_EQ(b.AppendPickled(Hex(kTwoRows)), 2);
-  EXPECT_EQ(b.AppendPickled(Hex(kOneMore)), 1);
+  EXPECT_EQ(b.AppendPickled(FromHex(kTwoRows)), 2);
+  EXPECT_EQ(b.AppendPickled(FromHex(kOneMore)), 1);
   EXPECT_EQ(b.rows(), 3u);
   Decoded d = TakeAndDecode(b);
   ASSERT_EQ(d.rows, 3u);
@@ -185,7 +181,7 @@ TEST(RowBatcherTest, PickledRowsAppendAsTheirPythonValues) {
 
 TEST(RowBatcherTest, PickledNumpyArraysKeepDtypeAndShape) {
   RowBatcher b;
-  EXPECT_EQ(b.AppendPickled(Hex(kArrays)), 2);
+  EXPECT_EQ(b.AppendPickled(FromHex(kArrays)), 2);
   Decoded d = TakeAndDecode(b);
   ASSERT_EQ(d.columns.size(), 1u);
   EXPECT_EQ(d.columns[0].name, "0");
@@ -196,25 +192,25 @@ TEST(RowBatcherTest, PickledNumpyArraysKeepDtypeAndShape) {
 
 TEST(RowBatcherTest, PicklesOnlyPythonReadsAppendNothing) {
   RowBatcher b({{"x", "n", "v", "t", "ok"}});
-  EXPECT_EQ(b.AppendPickled(Hex(kMixedList)), -1) << "a list of a float and an int";
+  EXPECT_EQ(b.AppendPickled(FromHex(kMixedList)), -1) << "a list of a float and an int";
   EXPECT_EQ(b.AppendPickled("not a pickle"), -1);
   EXPECT_EQ(b.rows(), 0u);
-  ASSERT_EQ(b.AppendPickled(Hex(kTwoRows)), 2);
+  ASSERT_EQ(b.AppendPickled(FromHex(kTwoRows)), 2);
   // Ints where the batch has floats: Python converts them, so this batch goes there.
-  EXPECT_EQ(b.AppendPickled(Hex(kIntList)), -1);
-  EXPECT_EQ(b.AppendPickled(Hex(kArrays)), -1) << "rows of another structure";
+  EXPECT_EQ(b.AppendPickled(FromHex(kIntList)), -1);
+  EXPECT_EQ(b.AppendPickled(FromHex(kArrays)), -1) << "rows of another structure";
   EXPECT_EQ(b.rows(), 2u);
   const size_t held = b.nbytes();
-  EXPECT_EQ(b.AppendPickled(Hex(kOneMore)), 1);
+  EXPECT_EQ(b.AppendPickled(FromHex(kOneMore)), 1);
   EXPECT_GT(b.nbytes(), held);
   // Names for 5 columns, rows of 1: refused, not renamed.
   RowBatcher named({{"x", "n", "v", "t", "ok"}});
-  EXPECT_EQ(named.AppendPickled(Hex(kArrays)), -1);
+  EXPECT_EQ(named.AppendPickled(FromHex(kArrays)), -1);
 }
 
 TEST(RowBatcherTest, ANewBatchIsTypedByItsOwnFirstRow) {
   RowBatcher b;
-  ASSERT_EQ(b.AppendPickled(Hex(kArrays)), 2);
+  ASSERT_EQ(b.AppendPickled(FromHex(kArrays)), 2);
   b.Clear();
   ASSERT_TRUE(b.StartBatch(false, 1).ok());
   b.column(0).Start({ColumnShape::kScalar, ColumnType::kBytes, {}});
