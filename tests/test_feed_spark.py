@@ -137,20 +137,51 @@ def test_a_validation_queue_next_to_the_training_feed_has_its_own_end(spark, tmp
 
 
 def test_train_from_dataframe_with_arrow(spark, tmp_path, clean_after):
+    """A DataFrame's columns of every fed type reach the nodes with their values: numbers
+    (a tinyint widened to int32), booleans, strings, arrays, pyspark.ml vectors (dense and
+    sparse, as arrays of their size); a column with a null fails the feed naming it."""
+    from pyspark.ml.linalg import SparseVector, Vectors, VectorUDT
     from pyspark.sql import functions as F
+    from pyspark.sql.types import StructField, StructType
 
     sc = spark.sparkContext
     cluster = TFCluster.run(sc, feed_funs.count_rows, {"out": str(tmp_path), "batch": 64}, 2,
                             input_mode=SPARK)
-    df = spark.range(0, 3000, numPartitions=3).select(
+    base = spark.range(0, 3000, numPartitions=3).select(
         F.col("id").cast("double").alias("value"),
-        F.array(F.lit(1.0), F.lit(2.0)).alias("vec"))
+        F.array(F.lit(1.0), F.col("id").cast("double")).alias("arr"),
+        (F.col("id") % 100).cast("tinyint").alias("small"),
+        (F.col("id") % 2 == 0).alias("even"),
+        F.concat(F.lit("r"), F.col("id").cast("string")).alias("name"),
+        F.col("id").alias("id"))
+    vectors = base.rdd.map(lambda r: (r.id, Vectors.dense([r.id, 1.0, 2.0]) if r.id % 2
+                                      else SparseVector(3, {0: float(r.id)})))
+    vectors = spark.createDataFrame(vectors, StructType([
+        StructField("id", base.schema["id"].dataType), StructField("vec", VectorUDT())]))
+    df = base.join(vectors, "id").drop("id").repartition(3)
+    # One partition: the null is in the first batch, so none of its rows is fed.
+    with_null = spark.createDataFrame([(1.0, 2.0), (None, 3.0)], "label double, x double")
+    with pytest.raises(Exception, match="column 'label' has nulls; fill or drop them"):
+        cluster.train(with_null.coalesce(1), feed_timeout=60)
     stats = cluster.train(df)
     cluster.shutdown(timeout=120)
-    assert stats["rows"] == 3000
+    assert stats["rows"] == 3000 and stats["partitions"] == 3
+    ids = range(3000)
     seen = node_results(tmp_path)
     assert sum(r["rows"] for r in seen.values()) == 3000
-    assert sum(r["sum"] for r in seen.values()) == sum(range(3000))
+    assert sum(r["sum"] for r in seen.values()) == sum(ids)
+    columns = {}
+    for r in seen.values():
+        for i, c in r["columns"].items():
+            columns.setdefault(int(i), {"sum": 0.0, "kinds": set()})
+            columns[int(i)]["sum"] += c["sum"]
+            columns[int(i)]["kinds"].update(c["kinds"])
+    assert columns[1] == {"sum": 3000 + sum(ids), "kinds": {"list[2]"}}
+    assert columns[2] == {"sum": sum(i % 100 for i in ids), "kinds": {"int"}}
+    assert columns[3] == {"sum": 1500, "kinds": {"bool"}}
+    assert columns[4]["kinds"] == {"str"}
+    assert columns[5] == {"sum": sum(ids) + 3.0 * 1500, "kinds": {"list[3]"}}
+
 
 
 def test_inference_results_align_with_partitions(spark, transport, clean_after):

@@ -588,7 +588,10 @@ class TFCluster:
 
     def train(self, data, num_epochs: int = 1, feed_timeout: float = 600, qname: str = "input"):
         """Feeds `data` (an RDD, or a DataFrame through Arrow) to the training
-        workers, `num_epochs` times (TFoS's cluster.train). Partition i goes to
+        workers, `num_epochs` times (TFoS's cluster.train). A DataFrame's columns go
+        as they are (numbers, booleans, strings, binary, arrays of them, pyspark.ml
+        vectors as arrays of float64); a null anywhere fails the feed naming its column
+        (fill or drop nulls first). Partition i goes to
         worker i mod W. Returns once every row was delivered; the feed stays
         open for more calls until shutdown(). Returns {"rows", "skipped", "partitions",
         "local_partitions", "pickles_native", "pickles_python"}: rows are skipped when a
@@ -613,6 +616,7 @@ class TFCluster:
         self._restart_if_failed()
         if hasattr(data, "mapInArrow"):
             schema = "partition long, pushed long, skipped long, local boolean"
+            data = feeding.vectors_as_arrays(data)
 
             def make_job(meta):
                 fn = feeding.feed_arrow_partition(meta)

@@ -3,7 +3,8 @@
 Partition i goes to training worker i mod W. The native RowBatcher reads a
 partition's rows as PySpark stores them, pickled, without making Python
 objects of them (pickled_batches); else it pulls rows from the partition's
-iterator. DataFrames come as Arrow record batches, read as numpy views. The
+iterator. DataFrames come as Arrow record batches, which the core reads
+through the Arrow C data interface (no Python object per batch or value). The
 task pushes batches of about 1 MiB through a native FeedSession: into the
 node's shared-memory ring when the node runs on this machine, over TCP to its
 agent otherwise. Nothing here loops over values in Python. ``SPARKTF_FEED_TRANSPORT=tcp`` on the driver forces TCP (tests).
@@ -20,14 +21,6 @@ TARGET_BATCH_BYTES = 1 << 20  # batches of about 1 MiB
 # Pickled row batches larger than this are unpickled and cut in Python, so
 # that no pushed batch comes near a ring's message limit (half its 64 MiB).
 MAX_PICKLED_BYTES = 8 << 20
-FIRST_BATCH_ROWS = 256  # Arrow: rows of the first batch, then sized by bytes
-MAX_BATCH_ROWS = 1 << 16
-
-
-def _next_rows(batch: bytes, rows: int) -> int:
-    """Rows per batch so that batches come out near TARGET_BATCH_BYTES."""
-    per_row = max(len(batch) // max(rows, 1), 1)
-    return max(1, min(MAX_BATCH_ROWS, TARGET_BATCH_BYTES // per_row))
 
 
 def _node_failure(meta: dict, executor_id: int) -> str | None:
@@ -174,43 +167,30 @@ def feed_rdd_partition(meta: dict, pickled: bool = False):
     return feed
 
 
-def _arrow_columns(batch) -> dict:
-    """pyarrow RecordBatch -> {name: numpy array or list of bytes} without
-    a Python loop over rows: numbers as they are, equal-length lists as 2-D."""
-    import numpy as np
-    import pyarrow as pa
+def arrow_columns(batch) -> dict:
+    """pyarrow RecordBatch -> {name: numpy array, or list of str/bytes}, converted by the
+    core as a DataFrame's feeding task converts it (cpp/src/sparktf/feed/arrow_feed.h:
+    which types, the null rule, the errors); the arrays view one copy of the values."""
+    from sparktf import _native
 
-    out = {}
-    for name, col in zip(batch.schema.names, batch.columns):
-        if col.null_count:
-            raise errors.InvalidArgument(f"column {name!r} has {col.null_count} nulls; "
-                                         "fill or drop them before feeding")
-        t = col.type
-        if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-            values = col.flatten()
-            if values.null_count:
-                raise errors.InvalidArgument(f"column {name!r} has null elements")
-            n = len(col)
-            width = len(values) // n if n else 0
-            if pa.types.is_fixed_size_list(t):
-                width = t.list_size
-            else:
-                lengths = np.diff(col.offsets.to_numpy())
-                if n and not (lengths == width).all():
-                    raise errors.InvalidArgument(
-                        f"column {name!r} holds arrays of different lengths "
-                        f"({int(lengths.min())}..{int(lengths.max())}); feeding needs one "
-                        "length per column")
-            out[name] = np.ascontiguousarray(values.to_numpy(zero_copy_only=False)
-                                             .reshape(n, width))
-        elif pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t):
-            out[name] = [v if isinstance(v, bytes) else v.encode() for v in col.to_pylist()]
-        elif pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
-            out[name] = np.ascontiguousarray(col.to_numpy(zero_copy_only=False))
-        else:
-            raise errors.InvalidArgument(f"column {name!r} has type {t}, which cannot be fed; "
-                                         "use numbers, strings or arrays of numbers")
-    return out
+    if batch.num_rows == 0:
+        return {name: [] for name in batch.schema.names}
+    return _native.decode_batch(_native.encode_arrow(batch))[1]
+
+
+def vectors_as_arrays(df):
+    """`df` with each pyspark.ml.linalg vector column (dense or sparse) as an
+    array<double> of the vector's size, converted in the JVM (vector_to_array):
+    Arrow has no vector type. Other columns are left as they are."""
+    from pyspark.ml.linalg import VectorUDT
+
+    vectors = [f.name for f in df.schema.fields if isinstance(f.dataType, VectorUDT)]
+    if not vectors:
+        return df
+    from pyspark.ml.functions import vector_to_array
+    from pyspark.sql import functions as F
+
+    return df.withColumns({name: vector_to_array(F.col(name)) for name in vectors})
 
 
 def feed_arrow_partition(meta: dict):
@@ -221,29 +201,19 @@ def feed_arrow_partition(meta: dict):
         import pyarrow as pa
         from pyspark import TaskContext
 
-        from sparktf import _native
-
         index = TaskContext.get().partitionId()
         pushed = skipped = 0
         try:
             session = _session(meta, index, False)
             stopped = session is None
-            for rb in batches:
-                if stopped:
+            for rb in batches:  # converted and cut into batches in C++, the GIL released
+                if not stopped:
+                    n = session.push_arrow(rb)
+                    pushed += n
+                    stopped = n < rb.num_rows
+                    skipped += rb.num_rows - n
+                else:
                     skipped += rb.num_rows
-                    continue
-                step = FIRST_BATCH_ROWS
-                start = 0
-                while start < rb.num_rows:
-                    part = rb.slice(start, step)
-                    batch = _native.encode_batch(_arrow_columns(part))
-                    if not session.push(batch):
-                        stopped = True
-                        skipped += rb.num_rows - start
-                        break
-                    pushed += part.num_rows
-                    start += part.num_rows
-                    step = _next_rows(batch, part.num_rows)
             if session is not None:
                 session.finish()
         except errors.SparktfError as e:

@@ -455,7 +455,7 @@ def _infer_arrays(plan: dict):
         import numpy as np
         import pyarrow as pa
 
-        from sparktf.feeding import _arrow_columns
+        from sparktf.feeding import arrow_columns
 
         fn = _predictor(plan["export_dir"], plan["tags"], plan["key"], plan["fingerprint"])
         n_batch = max(int(plan["batch_size"]), 1)
@@ -464,7 +464,7 @@ def _infer_arrays(plan: dict):
             arrays = [arrays] if isinstance(arrays, (pa.Array, pa.ChunkedArray)) else arrays
             arrays = [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
                       for a in arrays]
-            cols = _arrow_columns(pa.RecordBatch.from_arrays(arrays, names=names))
+            cols = arrow_columns(pa.RecordBatch.from_arrays(arrays, names=names))
             rows = len(arrays[0])
             outs = {t: [] for t in plan["outputs"]}
             for start in range(0, rows, n_batch):

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sparktf/common/result.h"
+#include "sparktf/feed/arrow_feed.h"
 #include "sparktf/feed/ring.h"
 
 namespace sparktf::python {
@@ -52,6 +53,21 @@ nb::tuple BatchToColumns(std::string batch, bool with_row_arrays = false);
 // one encoded batch, pointing into the batcher's buffers (no copy, no Python
 // bytes), then starts a new batch in it. Returns what `push` returned.
 Status PushRowBatch(nb::handle batcher, const std::function<Status(feed::MessageParts)>& push);
+
+// An Arrow record batch of Python (a pyarrow.RecordBatch, or anything with
+// __arrow_c_array__) seen through the Arrow C data interface: the structs stay
+// valid, and the batch's memory alive, while this holds its capsules.
+class ArrowBatchView {
+ public:
+  explicit ArrowBatchView(nb::handle batch);
+  const ArrowSchema& schema() const { return *schema_; }
+  const ArrowArray& array() const { return *array_; }
+
+ private:
+  nb::object capsules_;
+  const ArrowSchema* schema_ = nullptr;
+  const ArrowArray* array_ = nullptr;
+};
 
 void InitErrors(nb::module_& m);
 void InitRecords(nb::module_& m);

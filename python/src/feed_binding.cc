@@ -338,6 +338,20 @@ nb::dlpack::dtype DlpackType(ColumnType t) {
 
 }  // namespace
 
+ArrowBatchView::ArrowBatchView(nb::handle batch) {
+  if (!nb::hasattr(batch, "__arrow_c_array__")) {
+    throw StatusError(Status::InvalidArgument("expected an Arrow record batch (pyarrow.RecordBatch)"));
+  }
+  capsules_ = batch.attr("__arrow_c_array__")();
+  auto* schema = static_cast<ArrowSchema*>(
+      PyCapsule_GetPointer(nb::object(capsules_[0]).ptr(), "arrow_schema"));
+  auto* array = static_cast<ArrowArray*>(
+      PyCapsule_GetPointer(nb::object(capsules_[1]).ptr(), "arrow_array"));
+  if (schema == nullptr || array == nullptr) throw nb::python_error();
+  schema_ = schema;
+  array_ = array;
+}
+
 Status PushRowBatch(nb::handle batcher, const std::function<Status(feed::MessageParts)>& push) {
   RowBatcher& b = nb::cast<PyRowBatcher&>(batcher).core();
   BatchParts parts;
@@ -487,6 +501,18 @@ void InitFeed(nb::module_& m) {
       })
       .def_prop_ro("rows", [](PyRowBatcher& b) { return b.core().rows(); })
       .def_prop_ro("nbytes", [](PyRowBatcher& b) { return b.core().nbytes(); });
+
+  // An Arrow record batch (pyarrow.RecordBatch) as one encoded feed batch,
+  // converted as a DataFrame's feeding task converts it (arrow_feed.h).
+  m.def("encode_arrow", [](nb::handle batch) {
+    ArrowBatchView view(batch);
+    ArrowFeeder feeder;
+    std::string out;
+    if (view.array().length > 0) {
+      ThrowIfError(feeder.Encode(view.schema(), view.array(), 0, view.array().length, &out));
+    }
+    return nb::bytes(out.data(), out.size());
+  }, nb::arg("batch"));
 
   m.def("rows_to_batch", [](nb::handle rows, std::optional<std::vector<std::string>> names) {
     PyRowBatcher b(std::move(names));

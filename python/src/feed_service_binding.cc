@@ -145,6 +145,23 @@ class PyFeedSession {
     ThrowIfError(st);
     return true;
   }
+  // Pushes an Arrow record batch as feed batches of about 1 MiB, converted in
+  // C++ (arrow_feed.h); returns the rows pushed, fewer than the batch's when
+  // the consumer stopped reading (skip the rest). The GIL is released throughout.
+  uint64_t PushArrow(nb::handle batch) {
+    ArrowBatchView view(batch);
+    if (!arrow_) arrow_ = std::make_unique<feed::ArrowFeeder>();
+    uint64_t pushed = 0;
+    Status st;
+    {
+      nb::gil_scoped_release release;
+      st = arrow_->Feed(view.schema(), view.array(),
+                        [this](feed::MessageParts parts, uint64_t) { return s_->Push(parts); },
+                        &pushed);
+    }
+    if (st.code() != StatusCode::kCancelled) ThrowIfError(st);
+    return pushed;
+  }
   void Finish() {
     Status st;
     {
@@ -164,6 +181,7 @@ class PyFeedSession {
 
  private:
   std::unique_ptr<FeedSession> s_;
+  std::unique_ptr<feed::ArrowFeeder> arrow_;  // a DataFrame's columns keep their shapes
 };
 
 }  // namespace
@@ -193,6 +211,7 @@ void InitFeedService(nb::module_& m) {
            nb::arg("timeout"), nb::arg("prefer_local") = true)
       .def("push", &PyFeedSession::Push, nb::arg("batch"))
       .def("push_rows", &PyFeedSession::PushRows, nb::arg("batcher"))
+      .def("push_arrow", &PyFeedSession::PushArrow, nb::arg("batch"))
       .def("finish", &PyFeedSession::Finish)
       .def("results", &PyFeedSession::Results)
       .def("close", &PyFeedSession::Close)
