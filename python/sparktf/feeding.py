@@ -175,7 +175,7 @@ def arrow_columns(batch) -> dict:
 
     if batch.num_rows == 0:
         return {name: [] for name in batch.schema.names}
-    return _native.decode_batch(_native.encode_arrow(batch))[1]
+    return _native.arrow_columns(batch)
 
 
 def vectors_as_arrays(df):

@@ -502,16 +502,16 @@ void InitFeed(nb::module_& m) {
       .def_prop_ro("rows", [](PyRowBatcher& b) { return b.core().rows(); })
       .def_prop_ro("nbytes", [](PyRowBatcher& b) { return b.core().nbytes(); });
 
-  // An Arrow record batch (pyarrow.RecordBatch) as one encoded feed batch,
-  // converted as a DataFrame's feeding task converts it (arrow_feed.h).
-  m.def("encode_arrow", [](nb::handle batch) {
+  // An Arrow record batch (pyarrow.RecordBatch) of at least one row as
+  // {name: numpy array, or list of str/bytes}, converted as a DataFrame's
+  // feeding task converts it (arrow_feed.h); the arrays view one copy.
+  m.def("arrow_columns", [](nb::handle batch) {
     ArrowBatchView view(batch);
     ArrowFeeder feeder;
     std::string out;
-    if (view.array().length > 0) {
-      ThrowIfError(feeder.Encode(view.schema(), view.array(), 0, view.array().length, &out));
-    }
-    return nb::bytes(out.data(), out.size());
+    ThrowIfError(feeder.Encode(view.schema(), view.array(), 0, view.array().length, &out));
+    nb::tuple rows_and_columns = BatchToColumns(std::move(out));
+    return nb::object(rows_and_columns[1]);
   }, nb::arg("batch"));
 
   m.def("rows_to_batch", [](nb::handle rows, std::optional<std::vector<std::string>> names) {

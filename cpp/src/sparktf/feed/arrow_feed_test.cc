@@ -59,43 +59,43 @@ std::string Bitmap(const std::vector<bool>& bits) {
   return out;
 }
 
-template <typename T>
-std::unique_ptr<Node> Fixed(std::string format, std::string name, std::vector<T> values,
-                            int64_t offset = 0) {
+// An array of `values` values from index `offset` on, without a validity bitmap.
+std::unique_ptr<Node> Array(std::string format, std::string name, size_t values, int64_t offset) {
   auto n = std::make_unique<Node>();
   n->format = std::move(format);
   n->name = std::move(name);
-  n->length = static_cast<int64_t>(values.size()) - offset;
+  n->length = static_cast<int64_t>(values) - offset;
   n->offset = offset;
-  n->buffers = {std::nullopt, Bytes(values)};
+  n->buffers = {std::nullopt};
+  return n;
+}
+
+template <typename T>
+std::unique_ptr<Node> Fixed(std::string format, std::string name, std::vector<T> values,
+                            int64_t offset = 0) {
+  auto n = Array(std::move(format), std::move(name), values.size(), offset);
+  n->buffers.push_back(Bytes(values));
   return n;
 }
 
 std::unique_ptr<Node> Strings(std::string format, std::string name, std::vector<std::string> v,
                               int64_t offset = 0) {
-  auto n = std::make_unique<Node>();
-  n->format = std::move(format);
-  n->name = std::move(name);
-  n->length = static_cast<int64_t>(v.size()) - offset;
-  n->offset = offset;
+  auto n = Array(std::move(format), std::move(name), v.size(), offset);
   std::vector<int32_t> offsets{0};
   std::string data;
   for (auto& s : v) {
     data += s;
     offsets.push_back(static_cast<int32_t>(data.size()));
   }
-  n->buffers = {std::nullopt, Bytes(offsets), data};
+  n->buffers.push_back(Bytes(offsets));
+  n->buffers.push_back(data);
   return n;
 }
 
 std::unique_ptr<Node> List(std::string name, std::vector<int32_t> offsets,
                            std::unique_ptr<Node> values, int64_t offset = 0) {
-  auto n = std::make_unique<Node>();
-  n->format = "+l";
-  n->name = std::move(name);
-  n->length = static_cast<int64_t>(offsets.size()) - 1 - offset;
-  n->offset = offset;
-  n->buffers = {std::nullopt, Bytes(offsets)};
+  auto n = Array("+l", std::move(name), offsets.size() - 1, offset);
+  n->buffers.push_back(Bytes(offsets));
   n->children.push_back(std::move(values));
   return n;
 }
