@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 cmake --preset fuzz >/dev/null
 targets=(record_reader_fuzz example_fuzz protocol_fuzz batch_fuzz feed_reader_fuzz pickle_fuzz
-  row_batcher_fuzz uri_fuzz feed_service_fuzz agent_frames_fuzz output_lines_fuzz status_fuzz)
+  row_batcher_fuzz arrow_feed_fuzz uri_fuzz feed_service_fuzz agent_frames_fuzz output_lines_fuzz status_fuzz)
 cmake --build --preset fuzz --target "${targets[@]}"
 corpus=build/fuzz/corpus
 crashes=build/fuzz/crashes
@@ -103,6 +103,13 @@ for name, value in rows.items():
 # row_batcher_fuzz mode 1: 3 columns (a float scalar, a sequence of 2 floats, a 1x1 uint8 array)
 open(os.path.join(corpus, "row_batcher_fuzz", "typed"), "wb").write(
     b"\x01\x02" + bytes([0, 1 + 9 * 2, 2 + 3 * 4]) + bytes(range(64)))
+# arrow_feed_fuzz: a width byte, a type byte pair per column, then the batches' bytes:
+# float32 and a fixed-size list of 2 float32; int8 and a list of utf8; bool and binary.
+arrow = {"numbers": bytes([2, 0, 0, 18, 3]), "lists": bytes([2, 5, 0, 28, 0]),
+         "bits": bytes([2, 9, 0, 12, 0])}
+for name, head in arrow.items():
+    open(os.path.join(corpus, "arrow_feed_fuzz", name), "wb").write(
+        head + bytes([8, 1, 0, 1]) + bytes(range(1, 255)))
 uris = ["hdfs:///tmp/x", "hdfs://nn:8020/a/b", "s3://bucket/k/part-*", "file:///x/y",
         "d/part-[0-9]", "*/x", "mem:///root/?", "rel/path"]
 for i, u in enumerate(uris):
