@@ -13,6 +13,7 @@
 #include "sparktf/common/result.h"
 #include "sparktf/feed/arrow_feed.h"
 #include "sparktf/feed/ring.h"
+#include "sparktf/feed/stream.h"
 
 namespace sparktf::python {
 
@@ -49,6 +50,9 @@ inline std::chrono::milliseconds Ms(double seconds) {
 // arrays view the batch, which they keep alive. With `with_row_arrays`, a third
 // item: the names of the columns whose rows were numpy arrays (kRowArrays).
 nb::tuple BatchToColumns(std::string batch, bool with_row_arrays = false);
+// The same for a slice: numpy arrays view its rows (the slice's owner is kept
+// alive by them), bytes columns become lists.
+nb::tuple SliceToColumns(feed::BatchSlice slice, bool with_row_arrays = false);
 // Hands the rows appended to a _native.RowBatcher to `push` as the parts of
 // one encoded batch, pointing into the batcher's buffers (no copy, no Python
 // bytes), then starts a new batch in it. Returns what `push` returned.

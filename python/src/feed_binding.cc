@@ -361,22 +361,23 @@ Status PushRowBatch(nb::handle batcher, const std::function<Status(feed::Message
   return st;
 }
 
-nb::tuple BatchToColumns(std::string batch, bool with_row_arrays) {
-  auto* owned = new std::string(std::move(batch));
-  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::string*>(p); });
-  uint64_t rows = 0;
-  std::vector<ColumnView> cols;
-  ThrowIfError(DecodeBatch(*owned, &rows, &cols));
+nb::tuple SliceToColumns(BatchSlice slice, bool with_row_arrays) {
+  auto* owner_ref = new std::shared_ptr<const std::string>(slice.owner);
+  nb::capsule owner(owner_ref, [](void* p) noexcept {
+    delete static_cast<std::shared_ptr<const std::string>*>(p);
+  });
   nb::dict out;
   nb::list row_arrays;
-  for (const auto& c : cols) {
+  for (size_t k = 0; k < slice.columns.size(); ++k) {
+    const ColumnView& c = slice.columns[k];
     if (c.row_arrays) row_arrays.append(nb::str(c.name.c_str()));
+    const uint64_t inner = c.dims[0] ? NumValues(c.dims) / c.dims[0] : 0;
     if (c.type == ColumnType::kBytes) {
       const uint64_t n = NumValues(c.dims);
       const char* offsets = c.data.data();
       const char* values = c.data.data() + (n + 1) * 8;
       nb::list items;
-      for (uint64_t i = 0; i < n; ++i) {
+      for (uint64_t i = slice.first_row * inner; i < (slice.first_row + slice.rows) * inner; ++i) {
         uint64_t a, b;
         std::memcpy(&a, offsets + i * 8, 8);
         std::memcpy(&b, offsets + (i + 1) * 8, 8);
@@ -390,13 +391,23 @@ nb::tuple BatchToColumns(std::string batch, bool with_row_arrays) {
       continue;
     }
     std::vector<size_t> shape(c.dims.begin(), c.dims.end());
-    // Payloads are 8-byte aligned in the batch, so every view is aligned.
-    nb::ndarray<nb::numpy> array(const_cast<char*>(c.data.data()), shape.size(), shape.data(),
-                                 owner, nullptr, DlpackType(c.type));
+    shape[0] = slice.rows;
+    // A view of the slice's rows: aligned to the item size (payloads are 8-byte
+    // aligned in a batch, rows whole items).
+    nb::ndarray<nb::numpy> array(const_cast<char*>(SliceValues(slice, k).data()), shape.size(),
+                                 shape.data(), owner, nullptr, DlpackType(c.type));
     out[c.name.c_str()] = array.cast();
   }
-  if (with_row_arrays) return nb::make_tuple(rows, out, row_arrays);
-  return nb::make_tuple(rows, out);
+  if (with_row_arrays) return nb::make_tuple(slice.rows, out, row_arrays);
+  return nb::make_tuple(slice.rows, out);
+}
+
+nb::tuple BatchToColumns(std::string batch, bool with_row_arrays) {
+  BatchSlice slice;
+  auto owned = std::make_shared<const std::string>(std::move(batch));
+  ThrowIfError(DecodeBatch(*owned, &slice.rows, &slice.columns));
+  slice.owner = std::move(owned);
+  return SliceToColumns(std::move(slice), with_row_arrays);
 }
 
 void InitFeed(nb::module_& m) {

@@ -36,14 +36,14 @@ class PyFeedReader {
   // The next batch, decoded: (rows, {name: numpy array}), or None at the end
   // of the feed.
   nb::object NextColumns(uint64_t n, bool exact, double timeout, bool row_arrays) {
-    Result<std::optional<std::string>> got = Status::Internal("unset");
+    Result<std::optional<BatchSlice>> got = Status::Internal("unset");
     {
       nb::gil_scoped_release release;
-      got = Live()->Next(n, exact, Ms(timeout));
+      got = Live()->NextSlice(n, exact, Ms(timeout));
     }
     auto batch = ValueOrThrow(std::move(got));
     if (!batch) return nb::none();
-    return BatchToColumns(std::move(*batch), row_arrays);
+    return SliceToColumns(std::move(*batch), row_arrays);
   }
   void PushResults(nb::bytes batch, double timeout) {
     std::string_view b(batch.c_str(), batch.size());

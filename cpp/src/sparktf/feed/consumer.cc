@@ -44,6 +44,15 @@ void FeedReader::Publish() {
 }
 
 Result<std::optional<std::string>> FeedReader::Next(uint64_t n, bool exact, milliseconds timeout) {
+  ASSIGN_OR_RETURN(std::optional<BatchSlice> slice, NextSlice(n, exact, timeout));
+  if (!slice) return std::optional<std::string>{};
+  std::string out;
+  RETURN_NOT_OK(EncodeSlice(*slice, &out));
+  return std::optional<std::string>(std::move(out));
+}
+
+Result<std::optional<BatchSlice>> FeedReader::NextSlice(uint64_t n, bool exact,
+                                                        milliseconds timeout) {
   std::lock_guard<std::mutex> lock(mu_);
   const auto start = Clock::now();
   auto out = NextLocked(n, exact, timeout);
@@ -67,7 +76,8 @@ Result<std::optional<std::vector<ColumnView>>> FeedReader::PeekSchema(millisecon
 }
 
 Result<bool> FeedReader::PopOne(milliseconds wait) {
-  std::string message;
+  std::shared_ptr<std::string> buffer = pool_.Get();
+  std::string& message = *buffer;
   Status st = input_->Pop(&message, wait);
   if (st.code() == StatusCode::kDeadlineExceeded) return false;
   if (st.code() == StatusCode::kOutOfRange) {
@@ -112,18 +122,18 @@ Result<bool> FeedReader::PopOne(milliseconds wait) {
     return true;
   }
   if (IsTagged(message)) {
-    RETURN_NOT_OK(AddTagged(std::move(message)));
+    RETURN_NOT_OK(AddTagged(std::move(buffer)));
     return true;
   }
   ASSIGN_OR_RETURN(uint64_t rows, BatchRows(message));
-  RETURN_NOT_OK(rows_.Add(std::move(message)));
+  RETURN_NOT_OK(rows_.Add(std::move(buffer)));
   progress_.delivered += rows;
   return true;
 }
 
-Status FeedReader::AddTagged(std::string message) {
-  ASSIGN_OR_RETURN(BatchTag tag, DecodeTag(message));
-  ASSIGN_OR_RETURN(uint64_t rows, BatchRows(std::string_view(message).substr(kTagSize)));
+Status FeedReader::AddTagged(std::shared_ptr<std::string> message) {
+  ASSIGN_OR_RETURN(BatchTag tag, DecodeTag(*message));
+  ASSIGN_OR_RETURN(uint64_t rows, BatchRows(std::string_view(*message).substr(kTagSize)));
   uint64_t& have = tagged_rows_[{tag.feed, tag.partition}];
   if (tag.first_row > have) {
     return Status::DataLoss("feed batch of partition " + std::to_string(tag.partition) +
@@ -185,15 +195,16 @@ double FeedReader::RingFill() const {
   return capacity ? static_cast<double>(input_->stats().bytes_used) / capacity : 0.0;
 }
 
-Result<std::optional<std::string>> FeedReader::NextLocked(uint64_t n, bool exact,
-                                                          milliseconds timeout) {
+Result<std::optional<BatchSlice>> FeedReader::NextLocked(uint64_t n, bool exact,
+                                                         milliseconds timeout) {
+  using Out = std::optional<BatchSlice>;
   if (n == 0) return Status::InvalidArgument("batch size must be positive");
-  if (progress_.finished) return std::optional<std::string>{};
+  if (progress_.finished) return Out{};
   const bool lockstep = sync_ && exact;
   auto deadline = Clock::now() + timeout;
   auto last_sync = Clock::time_point{};
   while (true) {
-    if (stop_.load()) return std::optional<std::string>{};  // Terminate or Fail, elsewhere
+    if (stop_.load()) return Out{};  // Terminate or Fail, elsewhere
     if (rows_.rows() == 0 && partition_ended_) {
       RETURN_NOT_OK(FinishPartition());
       continue;
@@ -202,19 +213,18 @@ Result<std::optional<std::string>> FeedReader::NextLocked(uint64_t n, bool exact
     bool ready = have >= n || (!exact && have > 0 && (partition_ended_ || progress_.closed));
     if (ready && lockstep && allowed_ < progress_.consumed + n) ready = false;
     if (ready) {
-      std::string out;
-      RETURN_NOT_OK(rows_.Take(n, &out));
-      ASSIGN_OR_RETURN(uint64_t taken, BatchRows(out));
-      progress_.consumed += taken;
-      if (results_) partition_out_ += taken;
+      BatchSlice out;
+      RETURN_NOT_OK(rows_.TakeSlice(n, &out, &pool_));
+      progress_.consumed += out.rows;
+      if (results_) partition_out_ += out.rows;
       ReportProgress(kProgressReportInterval);
-      return std::optional<std::string>(std::move(out));
+      return Out(std::move(out));
     }
     if (progress_.closed && !lockstep && (have == 0 || exact)) {
       progress_.dropped += rows_.Clear();
       progress_.finished = true;
       RETURN_NOT_OK(Report());
-      return std::optional<std::string>{};
+      return Out{};
     }
     if (lockstep && allowed_ < progress_.consumed + n && (have >= n || progress_.closed) &&
         Clock::now() - last_sync >= kSyncInterval) {
@@ -226,7 +236,7 @@ Result<std::optional<std::string>> FeedReader::NextLocked(uint64_t n, bool exact
           progress_.dropped += rows_.Clear();
           progress_.finished = true;
           RETURN_NOT_OK(Report());
-          return std::optional<std::string>{};
+          return Out{};
         }
       } else {
         allowed_ = wm.min_delivered;

@@ -65,11 +65,16 @@ class FeedReader {
   FeedReader(std::unique_ptr<Ring> input, LockstepSync sync);
   ~FeedReader();
 
-  // The next batch, or nullopt at the end of the feed. exact: exactly n rows
+  // The next batch, or nullopt at the end of the feed: a view of the message it
+  // came in when its rows lie in one (no copy), else copied once into a pooled
+  // buffer (messages are popped into pooled buffers too). exact: exactly n rows
   // (a short tail is dropped and counted; with lockstep, always exact);
   // otherwise up to n rows, fewer only at the end of the feed or of an
   // inference partition (a batch never spans two partitions).
   // DeadlineExceeded when no row arrived for `timeout`.
+  Result<std::optional<BatchSlice>> NextSlice(uint64_t n, bool exact,
+                                              std::chrono::milliseconds timeout);
+  // NextSlice's rows as one encoded batch (a copy).
   Result<std::optional<std::string>> Next(uint64_t n, bool exact, std::chrono::milliseconds timeout);
   // Inference: results for the oldest rows handed out and not yet answered.
   Status PushResults(std::string_view batch, std::chrono::milliseconds timeout);
@@ -95,7 +100,7 @@ class FeedReader {
   Result<bool> PopOne(std::chrono::milliseconds wait);
   Status FinishPartition();
   // Adds a tagged batch's rows that no earlier attempt delivered.
-  Status AddTagged(std::string message);
+  Status AddTagged(std::shared_ptr<std::string> message);
   // Drops the open inference partition (its producer is gone).
   void Abandon(const std::string& why);
   Status Report();
@@ -106,8 +111,8 @@ class FeedReader {
 
   // Copies progress_ for progress(). Called with mu_ held.
   void Publish();
-  Result<std::optional<std::string>> NextLocked(uint64_t n, bool exact,
-                                                std::chrono::milliseconds timeout);
+  Result<std::optional<BatchSlice>> NextLocked(uint64_t n, bool exact,
+                                               std::chrono::milliseconds timeout);
   Status PushResultsLocked(std::string_view batch, std::chrono::milliseconds timeout);
   Result<std::optional<std::vector<ColumnView>>> PeekSchemaLocked(std::chrono::milliseconds timeout);
 
@@ -119,6 +124,7 @@ class FeedReader {
   FeedProgress published_;
   std::unique_ptr<Ring> input_;
   LockstepSync sync_;
+  BufferPool pool_{16};  // messages popped, and batches assembled across them
   BatchAssembler rows_;
   FeedProgress progress_;
   uint64_t allowed_ = 0;  // rows every worker is known to have

@@ -122,12 +122,12 @@ Result<uint64_t> BatchRows(std::string_view message) {
   return rows;
 }
 
-Status BatchAssembler::Add(std::string message, size_t skip_bytes, uint64_t skip_rows) {
+Status BatchAssembler::Add(std::shared_ptr<const std::string> message, size_t skip_bytes,
+                           uint64_t skip_rows) {
   Chunk c;
   c.data = std::move(message);
-  if (skip_bytes > c.data.size()) return Status::InvalidArgument("feed batch shorter than its tag");
-  c.skip_bytes = skip_bytes;
-  RETURN_NOT_OK(DecodeBatch(std::string_view(c.data).substr(skip_bytes), &c.rows, &c.columns));
+  if (skip_bytes > c.data->size()) return Status::InvalidArgument("feed batch shorter than its tag");
+  RETURN_NOT_OK(DecodeBatch(std::string_view(*c.data).substr(skip_bytes), &c.rows, &c.columns));
   if (skip_rows > c.rows) {
     return Status::InvalidArgument("cannot skip " + std::to_string(skip_rows) +
                                    " rows of a feed batch of " + std::to_string(c.rows));
@@ -163,41 +163,32 @@ uint64_t BatchAssembler::Clear() {
   return n;
 }
 
-Status BatchAssembler::Take(uint64_t n, std::string* out) {
-  n = std::min(n, rows_);
-  if (n == 0) return Status::InvalidArgument("no rows to take");
-  Chunk& front = chunks_.front();
-  if (front.offset == 0 && front.rows == n) {  // a whole batch: no copy
-    *out = std::move(front.data);
-    out->erase(0, front.skip_bytes);
-    chunks_.pop_front();
-    rows_ -= n;
-    return Status::OK();
-  }
-  struct Piece {
-    const Chunk* chunk;
-    uint64_t begin, end;
-  };
-  std::vector<Piece> pieces;
-  uint64_t left = n;
-  for (const Chunk& c : chunks_) {
-    if (left == 0) break;
-    const uint64_t take = std::min(left, c.rows - c.offset);
-    pieces.push_back({&c, c.offset, c.offset + take});
-    left -= take;
-  }
-  std::vector<ColumnView> views(schema_.size());
-  std::vector<uint64_t> sizes(schema_.size());
-  std::vector<std::string> bytes_payloads(schema_.size());  // bytes columns, built aside
-  for (size_t k = 0; k < schema_.size(); ++k) {
-    const ColumnView& s = schema_[k];
+namespace {
+
+// Rows [begin, end) of one decoded batch.
+struct Piece {
+  const std::vector<ColumnView>* columns;
+  uint64_t begin, end;
+};
+
+// The pieces' rows, in order, as one encoded batch with `schema`'s columns
+// (one copy of each row), into *out.
+Status Assemble(const std::vector<ColumnView>& schema, const std::vector<Piece>& pieces,
+                std::string* out) {
+  uint64_t n = 0;
+  for (const Piece& p : pieces) n += p.end - p.begin;
+  std::vector<ColumnView> views(schema.size());
+  std::vector<uint64_t> sizes(schema.size());
+  std::vector<std::string> bytes_payloads(schema.size());  // bytes columns, built aside
+  for (size_t k = 0; k < schema.size(); ++k) {
+    const ColumnView& s = schema[k];
     views[k] = s;
     views[k].dims[0] = n;
     // Marked only if every piece's column is: rows of lists among arrays come
     // back as lists, bytes among text as bytes.
     for (const Piece& p : pieces) {
-      views[k].row_arrays = views[k].row_arrays && p.chunk->columns[k].row_arrays;
-      views[k].text = views[k].text && p.chunk->columns[k].text;
+      views[k].row_arrays = views[k].row_arrays && (*p.columns)[k].row_arrays;
+      views[k].text = views[k].text && (*p.columns)[k].text;
     }
     const uint64_t inner = InnerValues(s);
     if (s.type != ColumnType::kBytes) {
@@ -207,7 +198,7 @@ Status BatchAssembler::Take(uint64_t n, std::string* out) {
     std::vector<uint64_t> offsets{0};
     std::string bytes;
     for (const Piece& p : pieces) {
-      const ColumnView& c = p.chunk->columns[k];
+      const ColumnView& c = (*p.columns)[k];
       const uint64_t values = NumValues(c.dims);
       const char* data = c.data.data() + (values + 1) * 8;
       const uint64_t first = Offset(c, p.begin * inner);
@@ -224,16 +215,16 @@ Status BatchAssembler::Take(uint64_t n, std::string* out) {
     sizes[k] = buf.size();
   }
   // Header, then every payload copied straight into place (one copy per row).
-  std::string encoded;
   size_t total = 0;
   for (uint64_t z : sizes) total += (z + 7) & ~uint64_t{7};
-  encoded.reserve(EncodedBatchSize(views) + total);
-  RETURN_NOT_OK(EncodeBatchHeader(views, n, sizes, &encoded));
-  size_t at = encoded.size();
-  encoded.resize(at + total);
-  char* dst = encoded.data();
-  for (size_t k = 0; k < schema_.size(); ++k) {
-    const ColumnView& s = schema_[k];
+  out->clear();
+  out->reserve(EncodedBatchSize(views) + total);
+  RETURN_NOT_OK(EncodeBatchHeader(views, n, sizes, out));
+  size_t at = out->size();
+  out->resize(at + total);
+  char* dst = out->data();
+  for (size_t k = 0; k < schema.size(); ++k) {
+    const ColumnView& s = schema[k];
     const size_t padded = (sizes[k] + 7) & ~uint64_t{7};
     if (s.type == ColumnType::kBytes) {
       std::memcpy(dst + at, bytes_payloads[k].data(), sizes[k]);
@@ -242,24 +233,76 @@ Status BatchAssembler::Take(uint64_t n, std::string* out) {
       size_t off = at;
       for (const Piece& p : pieces) {
         const size_t len = (p.end - p.begin) * row_bytes;
-        std::memcpy(dst + off, p.chunk->columns[k].data.data() + p.begin * row_bytes, len);
+        if (len > 0) std::memcpy(dst + off, (*p.columns)[k].data.data() + p.begin * row_bytes, len);
         off += len;
       }
     }
     std::memset(dst + at + sizes[k], 0, padded - sizes[k]);
     at += padded;
   }
-  *out = std::move(encoded);
-  left = n;
-  while (left > 0) {
+  return Status::OK();
+}
+
+}  // namespace
+
+std::string_view SliceValues(const BatchSlice& slice, size_t column) {
+  const ColumnView& c = slice.columns[column];
+  const uint64_t row_bytes = InnerValues(c) * ItemSize(c.type);
+  return c.data.substr(slice.first_row * row_bytes, slice.rows * row_bytes);
+}
+
+Status EncodeSlice(const BatchSlice& slice, std::string* out) {
+  if (slice.columns.empty()) return Status::InvalidArgument("a slice without columns");
+  return Assemble(slice.columns, {Piece{&slice.columns, slice.first_row,
+                                        slice.first_row + slice.rows}}, out);
+}
+
+void BatchAssembler::Advance(uint64_t n) {
+  rows_ -= n;
+  while (n > 0) {
     Chunk& c = chunks_.front();
-    const uint64_t take = std::min(left, c.rows - c.offset);
+    const uint64_t take = std::min(n, c.rows - c.offset);
     c.offset += take;
-    left -= take;
+    n -= take;
     if (c.offset == c.rows) chunks_.pop_front();
   }
-  rows_ -= n;
+}
+
+Status BatchAssembler::TakeSlice(uint64_t n, BatchSlice* out, BufferPool* pool) {
+  n = std::min(n, rows_);
+  if (n == 0) return Status::InvalidArgument("no rows to take");
+  const Chunk& front = chunks_.front();
+  if (front.rows - front.offset >= n) {  // in one batch: a view
+    out->owner = front.data;
+    out->columns = front.columns;
+    out->first_row = front.offset;
+    out->rows = n;
+    Advance(n);
+    return Status::OK();
+  }
+  std::vector<Piece> pieces;
+  uint64_t left = n;
+  for (const Chunk& c : chunks_) {
+    if (left == 0) break;
+    const uint64_t take = std::min(left, c.rows - c.offset);
+    pieces.push_back({&c.columns, c.offset, c.offset + take});
+    left -= take;
+  }
+  std::shared_ptr<std::string> buffer = pool ? pool->Get() : std::make_shared<std::string>();
+  RETURN_NOT_OK(Assemble(schema_, pieces, buffer.get()));
+  uint64_t rows = 0;
+  RETURN_NOT_OK(DecodeBatch(*buffer, &rows, &out->columns));
+  out->owner = std::move(buffer);
+  out->first_row = 0;
+  out->rows = n;
+  Advance(n);
   return Status::OK();
+}
+
+Status BatchAssembler::Take(uint64_t n, std::string* out) {
+  BatchSlice slice;
+  RETURN_NOT_OK(TakeSlice(n, &slice));
+  return EncodeSlice(slice, out);
 }
 
 }  // namespace sparktf::feed

@@ -4,17 +4,20 @@
 // rows of one inference partition, so results can be matched to inputs.
 //
 // BatchAssembler buffers decoded batches and re-cuts them into batches of the
-// size the consumer asks for, without going through Python per row.
+// size the consumer asks for, without going through Python per row and, for
+// rows that lie in one batch, without copying them.
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "sparktf/common/result.h"
 #include "sparktf/feed/batch.h"
+#include "sparktf/feed/buffer_pool.h"
 
 namespace sparktf::feed {
 
@@ -58,6 +61,21 @@ constexpr std::string_view kConsumerDoneReason = "the consumer stopped reading t
 // Maps a ring's Aborted status: Cancelled when the consumer stopped on purpose.
 Status ClassifyConsumerStop(Status st);
 
+// Rows [first_row, first_row + rows) of one decoded batch that `owner` keeps
+// alive: what the consumer hands out without copying rows. The columns are
+// those of the whole batch (dims[0] its row count, data views into *owner).
+struct BatchSlice {
+  std::shared_ptr<const std::string> owner;
+  std::vector<ColumnView> columns;
+  uint64_t first_row = 0;
+  uint64_t rows = 0;
+};
+
+// A fixed-size column's payload for the slice's rows (a view; not for kBytes).
+std::string_view SliceValues(const BatchSlice& slice, size_t column);
+// The slice's rows as one encoded batch (a copy), into *out.
+Status EncodeSlice(const BatchSlice& slice, std::string* out);
+
 // Rows of several batches, handed out in batches of any size. All batches must
 // have the same columns (names, dtypes, per-row shapes).
 class BatchAssembler {
@@ -65,9 +83,16 @@ class BatchAssembler {
   // Adds one encoded batch that starts `skip_bytes` into `message`, without its
   // first `skip_rows` rows. InvalidArgument if it is malformed or its columns
   // differ from the first batch's, or it has fewer than `skip_rows` rows.
-  Status Add(std::string message, size_t skip_bytes = 0, uint64_t skip_rows = 0);
+  Status Add(std::shared_ptr<const std::string> message, size_t skip_bytes = 0,
+             uint64_t skip_rows = 0);
+  Status Add(std::string message, size_t skip_bytes = 0, uint64_t skip_rows = 0) {
+    return Add(std::make_shared<const std::string>(std::move(message)), skip_bytes, skip_rows);
+  }
   uint64_t rows() const { return rows_; }
-  // Takes min(n, rows()) rows as one encoded batch (n > 0).
+  // Takes min(n, rows()) rows (n > 0): a view of the oldest batch when they
+  // all lie in it; otherwise copied once, into a buffer of `pool` (if given).
+  Status TakeSlice(uint64_t n, BatchSlice* out, BufferPool* pool = nullptr);
+  // Takes min(n, rows()) rows as one encoded batch (a copy).
   Status Take(uint64_t n, std::string* out);
   // Drops every buffered row; returns how many there were.
   uint64_t Clear();
@@ -76,12 +101,13 @@ class BatchAssembler {
 
  private:
   struct Chunk {
-    std::string data;
-    size_t skip_bytes = 0;  // before the batch
+    std::shared_ptr<const std::string> data;
     uint64_t rows = 0;
     uint64_t offset = 0;  // rows already taken
     std::vector<ColumnView> columns;
   };
+  // Drops n rows from the front (they were handed out).
+  void Advance(uint64_t n);
   std::deque<Chunk> chunks_;
   uint64_t rows_ = 0;
   std::vector<ColumnView> schema_;
