@@ -63,8 +63,13 @@ def test_train_feeds_every_row_once(spark, tmp_path, transport, source, clean_af
     else:
         assert stats["pickles_native"] == stats["pickles_python"] == 0, stats
     seen = node_results(tmp_path)
-    # partition i goes to worker i mod 2: even partitions to worker 0
-    expected = {w: 2 * sum(p * 1000 * 1000 + 499500 for p in range(w, 8, 2)) for w in (0, 1)}
+    # one host: each epoch's 8 partitions are shared 4 and 4, and each node got the rows
+    # of the partitions train() says it sent there
+    assert len(stats["placement"]) == 2
+    for epoch in stats["placement"]:
+        assert sorted(epoch) == [0, 0, 0, 0, 1, 1, 1, 1], stats["placement"]
+    expected = {w: sum(p * 1000 * 1000 + 499500 for epoch in stats["placement"]
+                       for p, node in enumerate(epoch) if node == w) for w in (0, 1)}
     by_worker = {r["worker"]: r for r in seen.values()}
     assert sorted(by_worker) == [0, 1], seen
     for w, r in by_worker.items():
@@ -103,16 +108,19 @@ def test_a_retried_feeding_task_delivers_each_row_once(spark, tmp_path, transpor
     cluster.shutdown(timeout=120)
     assert stats["rows"] == 24000 and stats["skipped"] == 0
     seen = node_results(tmp_path)
-    per_worker = {w: 2 * sum(p * 10000 * 3000 + 2999 * 3000 // 2 for p in range(w, 4, 2))
-                  for w in (0, 1)}
+    placement = stats["placement"]
+    assert [sorted(epoch) for epoch in placement] == [[0, 0, 1, 1]] * 2, placement
+    per_worker = {w: sum(p * 10000 * 3000 + 2999 * 3000 // 2 for epoch in placement
+                         for p, node in enumerate(epoch) if node == w) for w in (0, 1)}
     by_worker = {r["worker"]: r for r in seen.values()}
     assert sorted(by_worker) == [0, 1], seen
     for w, r in by_worker.items():
         assert r["rows"] == 12000 and r["sum"] == per_worker[w], (w, r)
-    # the retried partition (1, fed to worker 1) came twice from its first row, and the
-    # node dropped what it already had
-    assert by_worker[0]["progress"]["duplicates"] == 0, by_worker[0]
-    assert by_worker[1]["progress"]["duplicates"] > 0, by_worker[1]
+    # the retried partition 1 came twice from its first row (to the node it went to the
+    # first time), and that node dropped what it already had
+    retried = {epoch[1] for epoch in placement}
+    for w, r in by_worker.items():
+        assert (r["progress"]["duplicates"] > 0) == (w in retried), (w, placement, r)
     assert sum(r["progress"]["duplicates"] for r in seen.values()) >= 1000
 
 

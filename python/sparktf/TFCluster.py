@@ -535,7 +535,7 @@ class TFCluster:
         nodes = sorted((n for n in self.status()["nodes"] if n["fed"]),
                        key=lambda n: n["feed_index"])
         targets = [{k: n[k] for k in ("executor_id", "host", "feed_port", "job_name",
-                                      "task_index")} for n in nodes]
+                                      "task_index", "feed_index")} for n in nodes]
         if qname not in self._queues:
             raise errors.InvalidArgument(f"unknown queue {qname!r}; the cluster has "
                                          f"{self._queues} (TFCluster.run(queues=...))")
@@ -545,6 +545,10 @@ class TFCluster:
                 "feed_id": secrets.randbits(63) | 1,
                 "coordinator": self._coordinator_address,
                 "feed_timeout": float(feed_timeout), "targets": targets,
+                "generation": self.generation,
+                # partitions go to a node on their task's host (feeding._target); "modulo":
+                # partition i -> node i mod W
+                "placement": os.environ.get("SPARKTF_FEED_PLACEMENT", "local"),
                 # "tcp" forces every feeding task onto TCP (tests, debugging)
                 "transport": os.environ.get("SPARKTF_FEED_TRANSPORT", "auto")}
 
@@ -591,10 +595,14 @@ class TFCluster:
         workers, `num_epochs` times (TFoS's cluster.train). A DataFrame's columns go
         as they are (numbers, booleans, strings, binary, arrays of them, pyspark.ml
         vectors as arrays of float64); a null anywhere fails the feed naming its column
-        (fill or drop nulls first). Partition i goes to
-        worker i mod W. Returns once every row was delivered; the feed stays
-        open for more calls until shutdown(). Returns {"rows", "skipped", "partitions",
-        "local_partitions", "pickles_native", "pickles_python"}: rows are skipped when a
+        (fill or drop nulls first). A partition goes to
+        a node on its feeding task's host while that node has fewer than ceil(P / W) of
+        the epoch's P partitions (shared memory, not TCP), else to the node with the
+        fewest; a retried task's partition goes where it went. Returns once every row was
+        delivered; the feed stays open for more calls until shutdown(). Returns {"rows",
+        "skipped", "partitions", "local_partitions", "pickles_native", "pickles_python",
+        "placement": per epoch, the feed index of the node each partition went to,
+        "remote": per epoch, the partitions fed over TCP}: rows are skipped when a
         consumer stopped reading (terminate()); a cached RDD's stored pickles are read in
         C++ unless they hold values only Python reads (pickles_python). With
         restarts (TFCluster.run), a node's failure restarts the cluster, and train()
@@ -615,21 +623,24 @@ class TFCluster:
         self._feed_meta(qname, feed_timeout)  # refuses bad arguments before anything runs
         self._restart_if_failed()
         if hasattr(data, "mapInArrow"):
-            schema = "partition long, pushed long, skipped long, local boolean"
+            schema = "partition long, pushed long, skipped long, local boolean, node long"
             data = feeding.vectors_as_arrays(data)
+            partitions = data.rdd.getNumPartitions()
 
             def make_job(meta):
-                fn = feeding.feed_arrow_partition(meta)
+                fn = feeding.feed_arrow_partition(dict(meta, partitions=partitions))
                 return lambda: [tuple(r) for r in data.mapInArrow(fn, schema).collect()]
         else:
             pickled = feeding.pickled_batches(data)
             source = data if pickled is None else pickled
+            partitions = source.getNumPartitions()
 
             def make_job(meta):
-                fn = feeding.feed_rdd_partition(meta, pickled is not None)
+                fn = feeding.feed_rdd_partition(dict(meta, partitions=partitions),
+                                                pickled is not None)
                 return lambda: source.mapPartitionsWithIndex(fn).collect()
         total = {"rows": 0, "skipped": 0, "partitions": 0, "local_partitions": 0,
-                 "pickles_native": 0, "pickles_python": 0}
+                 "pickles_native": 0, "pickles_python": 0, "placement": [], "remote": []}
         with _ProgressLines(self, qname, int(num_epochs), self.progress_interval) as progress:
             self._feed_epochs(make_job, qname, feed_timeout, int(num_epochs), total, progress)
         if total["skipped"]:
@@ -650,10 +661,12 @@ class TFCluster:
             total["skipped"] += sum(s[2] for s in stats)
             total["partitions"] += len(stats)
             total["local_partitions"] += sum(1 for s in stats if s[3])
+            total["placement"].append([node for _, node in sorted((s[0], s[4]) for s in stats)])
+            total["remote"].append(sorted(s[0] for s in stats if not s[3]))
             # A cached or source RDD: its stored pickles, read in C++ or (other values)
             # unpickled in Python.
-            total["pickles_native"] += sum(s[4] for s in stats if len(s) > 4)
-            total["pickles_python"] += sum(s[5] for s in stats if len(s) > 5)
+            total["pickles_native"] += sum(s[5] for s in stats if len(s) > 5)
+            total["pickles_python"] += sum(s[6] for s in stats if len(s) > 6)
             logger.info("sparktf: fed epoch %d/%d: %d rows in %.1f s", epoch + 1, num_epochs,
                         rows, time.monotonic() - t0)
 
@@ -687,9 +700,8 @@ class TFCluster:
                                what, self.generation)
                 continue
             sent = dict(self._fed_epochs[-1].sent) if self._fed_epochs else {}
-            workers = len(meta["targets"])
-            for partition, pushed, *_ in stats:
-                key = (qname, partition % workers)
+            for _, pushed, _, _, node, *_ in stats:
+                key = (qname, node)
                 sent[key] = sent.get(key, 0) + pushed
             self._fed_epochs.append(_FedEpoch(make_job, qname, feed_timeout, what, sent))
             self._forget_taken_epochs()
@@ -778,6 +790,7 @@ class TFCluster:
 
         pickled = feeding.pickled_batches(rdd)
         source = rdd if pickled is None else pickled
+        meta["partitions"] = source.getNumPartitions()
         return source.mapPartitionsWithIndex(
             feeding.infer_rdd_partition(meta, pickled is not None), preservesPartitioning=True)
 

@@ -1,18 +1,23 @@
 """The feeding tasks of InputMode.SPARK (they run on executors).
 
-Partition i goes to training worker i mod W. The native RowBatcher reads a
+A partition goes to a training worker on its task's host while that worker has fewer
+than its share of the job's partitions (the coordinator decides: _target). The native
+RowBatcher reads a
 partition's rows as PySpark stores them, pickled, without making Python
 objects of them (pickled_batches); else it pulls rows from the partition's
 iterator. DataFrames come as Arrow record batches, which the core reads
 through the Arrow C data interface (no Python object per batch or value). The
 task pushes batches of about 1 MiB through a native FeedSession: into the
-node's shared-memory ring when the node runs on this machine, over TCP to its
-agent otherwise. Nothing here loops over values in Python. ``SPARKTF_FEED_TRANSPORT=tcp`` on the driver forces TCP (tests).
+node's shared-memory ring when the node runs on this host, over TCP to its
+agent otherwise. Nothing here loops over values in Python. On the driver,
+``SPARKTF_FEED_TRANSPORT=tcp`` forces TCP and ``SPARKTF_FEED_PLACEMENT=modulo``
+sends partition i to worker i mod W (tests, benchmarks).
 """
 
 from __future__ import annotations
 
 import gc
+import os
 import pickle
 
 from sparktf import errors
@@ -45,18 +50,37 @@ def _node_failure(meta: dict, executor_id: int) -> str | None:
     return None
 
 
-def _session(meta: dict, index: int, inference: bool):
-    """A FeedSession to the partition's node, or None when that node has
-    finished reading (its map_fun returned): the rows are skipped."""
+def _target(meta: dict, index: int) -> dict:
+    """The node partition `index` goes to. With meta["partitions"] (how many the job
+    has), the coordinator's choice for this task's host (FEED_ASSIGN, docs/protocol.md:
+    a node on this host while it has fewer than its share, a retried task where its
+    partition went before); otherwise (or with placement "modulo") node index mod W."""
     from sparktf import _native
 
     targets = meta["targets"]
-    t = targets[index % len(targets)]
+    if meta.get("placement", "local") == "modulo" or not meta.get("partitions"):
+        t = targets[index % len(targets)]
+        here = os.environ.get("SPARK_LOCAL_IP")  # this host's address, where Spark says it
+        return dict(t, other_host=bool(here) and t["host"] != here)
+    executor, host = _native.feed_assign(meta["coordinator"], meta["token"], meta["feed_id"],
+                                         index, meta["partitions"], meta.get("generation", 0),
+                                         min(meta["feed_timeout"], 60.0))
+    t = next(t for t in targets if t["executor_id"] == executor)
+    # A node on another host is fed over TCP, even where the hosts share a kernel (hosts
+    # simulated by loopback addresses), whose shared memory would be reachable.
+    return dict(t, other_host=t["host"] != host)
+
+
+def _session(meta: dict, index: int, inference: bool, t: dict):
+    """A FeedSession to node `t` (the partition's, _target), or None when that node has
+    finished reading (its map_fun returned): the rows are skipped."""
+    from sparktf import _native
+
     try:
         return _native.FeedSession(meta["cluster_id"], t["executor_id"], t["host"],
                                    t["feed_port"], meta["token"], meta["qname"],
                                    meta["feed_id"], index, inference, meta["feed_timeout"],
-                                   meta.get("transport") != "tcp")
+                                   meta.get("transport") != "tcp" and not t.get("other_host"))
     except (errors.Unavailable, errors.NotFound, errors.Aborted) as e:
         failure = _node_failure(meta, t["executor_id"])
         if failure == "" and not inference:
@@ -66,9 +90,9 @@ def _session(meta: dict, index: int, inference: bool):
         raise
 
 
-def _with_node(meta: dict, index: int, e: Exception) -> Exception:
-    targets = meta["targets"]
-    t = targets[index % len(targets)]
+def _with_node(index: int, t: dict | None, e: Exception) -> Exception:
+    if t is None:
+        return type(e)(f"feeding partition {index}: choosing its node: {e}")
     return type(e)(f"feeding partition {index} to node {t['executor_id']} "
                    f"({t['job_name']}:{t['task_index']} on {t['host']}): {e}")
 
@@ -149,20 +173,24 @@ def _push_rows(session, items, pickled: bool = False,
 def feed_rdd_partition(meta: dict, pickled: bool = False):
     """mapPartitionsWithIndex function of cluster.train on an RDD (with
     `pickled`, on its pickled_batches): yields one (partition, rows pushed,
-    rows skipped, local, pickles read in C++, pickles unpickled in Python) tuple."""
+    rows skipped, local, the node's feed index, pickles read in C++, pickles unpickled
+    in Python) tuple."""
 
     def feed(index, items):
         pickles = {"native": 0, "python": 0}
+        t = None
         try:
-            session = _session(meta, index, False)
+            t = _target(meta, index)
+            session = _session(meta, index, False, t)
             if session is None:
-                yield (index, 0, _count_rows(items, pickled), False, 0, 0)
+                yield (index, 0, _count_rows(items, pickled), False, t["feed_index"], 0, 0)
                 return
             pushed, skipped = _push_rows(session, items, pickled, pickles)
             session.finish()
         except errors.SparktfError as e:
-            raise _with_node(meta, index, e) from None
-        yield (index, pushed, skipped, session.local, pickles["native"], pickles["python"])
+            raise _with_node(index, t, e) from None
+        yield (index, pushed, skipped, session.local, t["feed_index"], pickles["native"],
+               pickles["python"])
 
     return feed
 
@@ -195,7 +223,7 @@ def vectors_as_arrays(df):
 
 def feed_arrow_partition(meta: dict):
     """mapInArrow function of cluster.train on a DataFrame: yields one record
-    batch (partition, pushed, skipped, local)."""
+    batch (partition, pushed, skipped, local, node: the node's feed index)."""
 
     def feed(batches):
         import pyarrow as pa
@@ -203,8 +231,10 @@ def feed_arrow_partition(meta: dict):
 
         index = TaskContext.get().partitionId()
         pushed = skipped = 0
+        t = None
         try:
-            session = _session(meta, index, False)
+            t = _target(meta, index)
+            session = _session(meta, index, False, t)
             stopped = session is None
             for rb in batches:  # converted and cut into batches in C++, the GIL released
                 if not stopped:
@@ -217,10 +247,11 @@ def feed_arrow_partition(meta: dict):
             if session is not None:
                 session.finish()
         except errors.SparktfError as e:
-            raise _with_node(meta, index, e) from None
+            raise _with_node(index, t, e) from None
         yield pa.RecordBatch.from_pydict({"partition": [index], "pushed": [pushed],
                                           "skipped": [skipped],
-                                          "local": [bool(session and session.local)]})
+                                          "local": [bool(session and session.local)],
+                                          "node": [t["feed_index"]]})
 
     return feed
 
@@ -234,8 +265,10 @@ def infer_rdd_partition(meta: dict, pickled: bool = False):
         from sparktf import _native
         from sparktf.node import _rows_of
 
+        t = None
         try:
-            session = _session(meta, index, True)
+            t = _target(meta, index)
+            session = _session(meta, index, True, t)
             pushed, skipped = _push_rows(session, items, pickled)
             if skipped:
                 raise errors.Cancelled(f"the consumer stopped reading after {pushed} rows; "
@@ -243,7 +276,7 @@ def infer_rdd_partition(meta: dict, pickled: bool = False):
             session.finish()
             results = session.results()
         except errors.SparktfError as e:
-            raise _with_node(meta, index, e) from None
+            raise _with_node(index, t, e) from None
         count = 0
         for raw in results:
             _, columns = _native.decode_batch(raw)

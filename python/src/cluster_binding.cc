@@ -6,11 +6,13 @@
 #include <nanobind/stl/vector.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "bindings.h"
 #include "sparktf/cluster/coordinator.h"
 #include "sparktf/cluster/status_table.h"
+#include "sparktf/common/net.h"
 
 namespace sparktf::python {
 namespace {
@@ -154,6 +156,37 @@ void InitCluster(nb::module_& m) {
     ThrowIfError(st);
   }, nb::arg("address"), nb::arg("token"), nb::arg("name"), nb::arg("executor_id"),
      nb::arg("count") = 0, nb::arg("timeout") = 600.0, nb::arg("generation") = 0);
+
+  // (executor id, host): the node that partition `partition` of feeding job `feed` goes
+  // to, chosen by the coordinator for this task's host (docs/protocol.md, FEED_ASSIGN),
+  // and that host: the address this process reaches the coordinator from, bound to
+  // SPARK_LOCAL_IP when set, as the node agents of this host registered theirs.
+  m.def("feed_assign", [](const std::string& address, const std::string& token, uint64_t feed,
+                          int64_t partition, int64_t partitions, int generation,
+                          double timeout) {
+    Result<std::pair<int, std::string>> r = [&]() -> Result<std::pair<int, std::string>> {
+      nb::gil_scoped_release release;
+      ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(address));
+      const char* local_ip = std::getenv("SPARK_LOCAL_IP");
+      ASSIGN_OR_RETURN(Connection conn,
+                       Connection::Open(hp, token, Ms(timeout), local_ip ? local_ip : ""));
+      const std::string host = LocalAddress(conn.fd());
+      const std::string request =
+          nlohmann::json{{"feed", feed}, {"partition", partition}, {"partitions", partitions},
+                         {"host", host}, {"generation", generation}}
+              .dump();
+      ASSIGN_OR_RETURN(Frame f, conn.Call(MessageType::kFeedAssign, request,
+                                          MessageType::kFeedTarget, Ms(timeout)));
+      const auto reply = nlohmann::json::parse(f.payload, nullptr, false);
+      if (!reply.is_object() || !reply.contains("executor_id") ||
+          !reply["executor_id"].is_number_integer()) {
+        return Status::Internal("FEED_TARGET without an executor_id: " + f.payload);
+      }
+      return std::make_pair(reply["executor_id"].get<int>(), host);
+    }();
+    return ValueOrThrow(std::move(r));
+  }, nb::arg("address"), nb::arg("token"), nb::arg("feed"), nb::arg("partition"),
+     nb::arg("partitions"), nb::arg("generation") = 0, nb::arg("timeout") = 30.0);
 
   m.def("get_status", [](const std::string& address, const std::string& token, double timeout) {
     Result<std::string> r = [&]() -> Result<std::string> {

@@ -43,6 +43,7 @@ void ClusterState::Restart(TimePoint now, Effects* fx) {
   barrier_waiters_.clear();
   barrier_arrivals_.clear();
   feeds_.clear();
+  placements_.clear();
   info_.reset();
   reserved_ = aborted_ = services_stopping_ = evaluators_stopping_ = finished_ = false;
   abort_reason_.clear();
@@ -78,6 +79,7 @@ void ClusterState::OnFrame(int conn, const Frame& f, TimePoint now, Effects* fx)
     case MessageType::kReportExit: return HandleExit(conn, f.payload, fx);
     case MessageType::kBarrier: return HandleBarrier(conn, f.payload, fx);
     case MessageType::kFeedSync: return HandleFeedSync(conn, f.payload, now, fx);
+    case MessageType::kFeedAssign: return HandleFeedAssign(conn, f.payload, fx);
     case MessageType::kGetStatus:
       fx->messages.push_back({conn, MessageType::kStatus, StatusJson()});
       return;
@@ -269,6 +271,65 @@ void ClusterState::HandleFeedSync(int conn, const std::string& payload, TimePoin
   fx->messages.push_back(
       {conn, MessageType::kFeedState,
        json{{"min_delivered", min_delivered}, {"all_closed", all_closed}}.dump()});
+}
+
+// Placement rule: a partition asked for again (a retried or speculative task) goes where
+// it went; a new one goes to a fed node on the asking task's host when one has fewer
+// than ceil(partitions / W) of the job's partitions, else to the node with the fewest,
+// ties to the lowest feed index. So no node gets more than ceil(partitions / W) (lockstep
+// training drops no more than it would with partition i -> node i mod W), and several
+// nodes on one host share that host's partitions.
+void ClusterState::HandleFeedAssign(int conn, const std::string& payload, Effects* fx) {
+  json j = json::parse(payload, nullptr, false);
+  if (!j.is_object() || !j.contains("feed") || !j["feed"].is_number_unsigned() ||
+      !j.contains("partition") || !j["partition"].is_number_integer() ||
+      !j.contains("partitions") || !j["partitions"].is_number_integer() ||
+      !j.contains("host") || !j["host"].is_string()) {
+    return Reject(conn,
+                  Status::InvalidArgument("FEED_ASSIGN needs feed, partition, partitions, host"),
+                  fx);
+  }
+  if (!OfThisGeneration(conn, j, "FEED_ASSIGN", fx)) return;
+  const int64_t partition = j["partition"].get<int64_t>();
+  const int64_t partitions = j["partitions"].get<int64_t>();
+  if (partitions < 1 || partition < 0 || partition >= partitions) {
+    return Reject(conn,
+                  Status::InvalidArgument("FEED_ASSIGN: partition " + std::to_string(partition) +
+                                          " is outside 0.." + std::to_string(partitions - 1)),
+                  fx);
+  }
+  std::vector<const NodeState*> fed;
+  for (const auto& [id, n] : nodes_) {
+    if (n.role.fed) fed.push_back(&n);
+  }
+  if (!reserved_ || fed.empty()) {
+    return Reject(conn, Status::Unavailable("FEED_ASSIGN before the cluster has workers"), fx);
+  }
+  FeedPlacement& p = placements_[j["feed"].get<uint64_t>()];
+  auto known = p.target.find(partition);
+  int chosen = known == p.target.end() ? -1 : known->second;
+  if (chosen < 0) {
+    const auto workers = static_cast<int64_t>(fed.size());
+    const int64_t cap = (partitions + workers - 1) / workers;
+    const std::string host = j["host"].get<std::string>();
+    const NodeState* best = nullptr;
+    bool best_local = false;
+    for (const NodeState* n : fed) {
+      const int given = p.count[n->executor_id];
+      const bool local = n->host == host && given < cap;
+      const auto key = [&](const NodeState* m, bool m_local) {
+        return std::make_tuple(!m_local, p.count[m->executor_id], m->role.feed_index);
+      };
+      if (!best || key(n, local) < key(best, best_local)) {
+        best = n;
+        best_local = local;
+      }
+    }
+    chosen = best->executor_id;
+    p.target[partition] = chosen;
+    ++p.count[chosen];
+  }
+  fx->messages.push_back({conn, MessageType::kFeedTarget, json{{"executor_id", chosen}}.dump()});
 }
 
 void ClusterState::OnClosed(int conn, Effects* fx) {

@@ -153,6 +153,7 @@ class ClusterState {
   void HandleExit(int conn, const std::string& payload, Effects* fx);
   void HandleBarrier(int conn, const std::string& payload, Effects* fx);
   void HandleFeedSync(int conn, const std::string& payload, TimePoint now, Effects* fx);
+  void HandleFeedAssign(int conn, const std::string& payload, Effects* fx);
   void UpdateInput(NodeState& n, const nlohmann::json& report, TimePoint now);
   void RecordHistory(TimePoint now);
   // "worker:1", or "node" before roles are assigned.
@@ -194,6 +195,12 @@ class ClusterState {
     nlohmann::json payload;  // everything it said, for the status
   };
   std::map<std::string, std::map<int, FeedReport>> feeds_;
+  // Where each feeding job's partitions go (FEED_ASSIGN), by feed id.
+  struct FeedPlacement {
+    std::map<int64_t, int> target;  // partition -> executor id
+    std::map<int, int> count;       // executor id -> partitions given
+  };
+  std::map<uint64_t, FeedPlacement> placements_;
   const TimePoint started_;  // of the first generation
   std::vector<nlohmann::json> history_;  // a ring of kHistoryPoints samples
   size_t history_next_ = 0;              // where the next sample goes once it is full

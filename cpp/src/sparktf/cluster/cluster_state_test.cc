@@ -309,6 +309,57 @@ TEST_F(ClusterStateTest, AWorkerThatReceivesNoDataHoldsEveryoneAtZero) {
   EXPECT_EQ(s, (json{{"min_delivered", 0}, {"all_closed", true}}));
 }
 
+TEST_F(ClusterStateTest, FeedAssignKeepsPartitionsOnTheirHostWithinEachNodesShare) {
+  Make(4);
+  for (int i = 0; i < 4; ++i) {  // executors 0, 1 on host "a"; 2, 3 on host "b"
+    Send(i, MessageType::kRegister,
+         {{"executor_id", i}, {"host", i < 2 ? "a" : "b"}, {"port", 1000 + i}});
+  }
+  ASSERT_TRUE(state_->reserved());
+  const auto assign = [&](uint64_t feed, int partition, const std::string& host) {
+    Effects fx = Send(200, MessageType::kFeedAssign,
+                      {{"feed", feed}, {"partition", partition}, {"partitions", 8},
+                       {"host", host}});
+    auto answers = Of(fx, MessageType::kFeedTarget);
+    if (answers.size() != 1) return -1;
+    return json::parse(answers[0]->payload)["executor_id"].get<int>();
+  };
+  // Tasks where Spark ran them: four on each host. Every partition stays on its host,
+  // two per node.
+  std::map<int, int> count;
+  for (int p = 0; p < 8; ++p) {
+    const int e = assign(7, p, p % 2 ? "b" : "a");
+    ASSERT_GE(e, 0);
+    EXPECT_EQ(e < 2, p % 2 == 0) << "partition " << p << " crossed hosts to " << e;
+    ++count[e];
+  }
+  EXPECT_EQ(count, (std::map<int, int>{{0, 2}, {1, 2}, {2, 2}, {3, 2}}));
+  // A retried task goes where the partition went, from whichever host.
+  const int first = assign(7, 3, "b");
+  EXPECT_EQ(assign(7, 3, "a"), first);
+  // Another job, every task on host "a": its nodes take their share, the rest crosses.
+  count.clear();
+  int crossed = 0;
+  for (int p = 0; p < 8; ++p) {
+    const int e = assign(8, p, "a");
+    crossed += e >= 2;
+    ++count[e];
+  }
+  EXPECT_EQ(crossed, 4);
+  EXPECT_EQ(count, (std::map<int, int>{{0, 2}, {1, 2}, {2, 2}, {3, 2}}));
+  // A host with no node: the fewest first.
+  EXPECT_EQ(assign(9, 0, "c"), 0);
+  EXPECT_EQ(assign(9, 1, "c"), 1);
+  EXPECT_EQ(assign(9, 2, "a"), 0);  // a's nodes have 1 each, under ceil(8/4) = 2
+  EXPECT_EQ(assign(9, 5, "a"), 1);
+  EXPECT_EQ(assign(9, 6, "a"), 2);  // a's nodes are full
+  EXPECT_EQ(assign(9, 8, "a"), -1);  // outside 0..7
+  Effects bad = Send(201, MessageType::kFeedAssign, {{"feed", 1}, {"partition", 0}});
+  ASSERT_FALSE(Of(bad, MessageType::kError).empty());
+  EXPECT_NE(Of(bad, MessageType::kError)[0]->payload.find("FEED_ASSIGN needs"),
+            std::string::npos);
+}
+
 TEST_F(ClusterStateTest, FeedSyncFromANodeThatIsNotFedIsRefused) {
   FormCluster(3, {1, "", false});  // ps, worker, worker
   json s = FeedSync(0, 1, false);

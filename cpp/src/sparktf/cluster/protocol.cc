@@ -35,6 +35,8 @@ std::string_view MessageTypeName(MessageType type) {
     case MessageType::kStatus: return "STATUS";
     case MessageType::kFeedSync: return "FEED_SYNC";
     case MessageType::kFeedState: return "FEED_STATE";
+    case MessageType::kFeedAssign: return "FEED_ASSIGN";
+    case MessageType::kFeedTarget: return "FEED_TARGET";
     case MessageType::kFeedOpen: return "FEED_OPEN";
     case MessageType::kFeedReady: return "FEED_READY";
     case MessageType::kFeedData: return "FEED_DATA";

@@ -50,6 +50,8 @@ enum class MessageType : uint16_t {
   kFeedSync = 70,     // TF process: {"executor_id", "qname", "delivered", "closed", "consumed",
                       //              "dropped", "finished", "batches", "wait_us", "ring_fill"}
   kFeedState = 71,    // {"min_delivered", "all_closed"} over the workers of the cluster
+  kFeedAssign = 72,   // feeding task: {"feed", "partition", "partitions", "host", "generation"}
+  kFeedTarget = 73,   // {"executor_id"}: the node partition `partition` of feed `feed` goes to
   // Node agent feed service (docs/protocol.md), same framing and HELLO:
   kFeedOpen = 80,     // task: {"qname", "partition", "inference", "close"}
   kFeedReady = 81,    // agent: {"ring", "local"}; local tasks then push into the ring
