@@ -41,7 +41,9 @@ protocol = {"register": b"\x01" + frame(10, reg) + frame(12, b"{}") + frame(20, 
             "exit": b"\x01" + frame(10, reg) + frame(30, b'{"exit_code": 0}'),
             "output": b"\x01" + frame(10, reg) + frame(21, b'{"lines": [["stdout", "x"]]}'),
             "barrier": b"\x01" + frame(40, b'{"name": "b", "executor_id": 1, "count": 1}'),
-            "status": b"\x01" + frame(60, b"{}"), "nohello": b"\x00" + frame(60, b"{}")}
+            "status": b"\x01" + frame(60, b"{}"), "nohello": b"\x00" + frame(60, b"{}"),
+            "assign": b"\x01" + frame(72, b'{"feed": 7, "partition": 1, "partitions": 4, '
+                                                 b'"host": "127.0.0.1"}')}
 for name, data in protocol.items():
     open(os.path.join(corpus, "protocol_fuzz", name), "wb").write(data)
 feeds = {"open-train": b"\x01" + frame(80, b'{"qname": "input", "partition": 0}'),
