@@ -158,7 +158,17 @@ def worker(framework, width, rows_wanted, kind):
     # timed pass measures the steady rate: consumers running, and the JVMs'
     # code for reading the cached blocks compiled (startup_bench measures
     # starting).
-    if framework == "spark":
+    if framework == "jvm-arrow":
+        # What a JVM-side feeder could reach at best: the executors turn the cached
+        # partitions into Arrow batches (Spark's own toArrowBatchRdd) and count them,
+        # with no Python worker and nothing pushed anywhere.
+        def iterate():
+            data._jdf.toArrowBatchRdd().count()
+        iterate()
+        t0 = time.time()
+        iterate()
+        result = {"seconds": time.time() - t0, "rows": n, "peak_kb": 0}
+    elif framework == "spark":
         def iterate():  # a DataFrame as Arrow batches (mapInArrow), an RDD as rows
             if frame:
                 got = sum(r.rows for r in data.mapInArrow(count_arrow, "rows long").collect())
@@ -170,7 +180,8 @@ def worker(framework, width, rows_wanted, kind):
         iterate()
         result = {"seconds": time.time() - t0, "rows": n, "peak_kb": 0}
     else:
-        per_node = n  # partition i -> node i mod 2, twice (sparktf); TFoS feeds where it runs
+        per_node = n  # half of each pass, twice (sparktf: 4 of the 8 partitions each); TFoS
+        # feeds where its tasks run
         if framework == "sparktf":
             from sparktf import TFCluster
             cluster = TFCluster.run(sc, sparktf_consumer,
@@ -220,17 +231,21 @@ def main():
         worker(args.worker, args.width, args.rows, args.kind)
         return
     pythons = {"spark": sys.executable, "sparktf": sys.executable, "tfos": args.tfos_python}
+    frame_only = {"jvm-arrow": sys.executable}
     names = {"spark": "Spark alone iterating the partitions (DataFrames: mapInArrow)",
              "sparktf": "sparktf",
-             "tfos": "TensorFlowOnSpark 2.2.5"}
+             "tfos": "TensorFlowOnSpark 2.2.5",
+             "jvm-arrow": "bound of a JVM feeder: the executors making Arrow batches "
+                          "(toArrowBatchRdd), no Python"}
     tables = []
     for shape, (width, rows, kind) in SHAPES.items():
         if args.only and shape != args.only:
             continue
-        rates = {k: [] for k in pythons}
-        peaks = {k: [] for k in pythons}
+        sides = dict(pythons, **(frame_only if kind.startswith("df-") else {}))
+        rates = {k: [] for k in sides}
+        peaks = {k: [] for k in sides}
         for r in range(args.rounds):
-            for fw, py in pythons.items():
+            for fw, py in sides.items():
                 res = run_worker(py, fw, width, rows, kind)
                 rates[fw].append(res["rows"] / res["seconds"])
                 peaks[fw].append(res["peak_kb"] / 1024)
@@ -241,8 +256,9 @@ def main():
                  f"2 nodes; "
                  f"medians of {args.rounds} runs",
                  "| | rows/s (median) | min | max | peak node memory |", "|---|---|---|---|---|"]
-        for k in ("spark", "sparktf", "tfos"):
-            mem = "" if k == "spark" else f"{statistics.median(peaks[k]):,.0f} MiB"
+        for k in sides:
+            mem = (f"{statistics.median(peaks[k]):,.0f} MiB" if k in ("sparktf", "tfos")
+                   else "")
             lines.append(f"| {names[k]} | {med[k]:,.0f} | {min(rates[k]):,.0f} | "
                          f"{max(rates[k]):,.0f} | {mem} |")
         x_tfos, x_spark = (30, 0.9) if kind.startswith("df-") else (20, 0.8)
@@ -251,6 +267,9 @@ def main():
                      f"sparktf / Spark alone: **{med['sparktf'] / med['spark']:.2f}** "
                      f"(target {x_spark}); per run: " + ", ".join(
                          f"{a / b:.2f}" for a, b in zip(rates["sparktf"], rates["spark"])))
+        if "jvm-arrow" in med:
+            lines.append(f"JVM feeder bound / sparktf: **{med['jvm-arrow'] / med['sparktf']:.2f}**"
+                         f" (a JVM feeder is built only if it can reach 1.5)")
         tables.append("\n".join(lines))
         print(tables[-1], flush=True)
     print("\n".join(tables))

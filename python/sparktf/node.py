@@ -129,7 +129,8 @@ class DataFeed:
 
     def progress(self) -> dict:
         """Rows delivered, consumed, dropped (to keep workers in step), and duplicates
-        (rows a retried feeding task sent again, dropped)."""
+        (rows a retried feeding task sent again, dropped); batches handed out and
+        wait_us, the microseconds spent waiting for them (input stall)."""
         return self._reader.progress()
 
 

@@ -89,6 +89,8 @@ class PyFeedReader {
     d["finished"] = p.finished;
     d["producers_lost"] = p.producers_lost;
     d["duplicates"] = p.duplicates;
+    d["batches"] = p.batches;
+    d["wait_us"] = p.wait_us;
     return d;
   }
 

@@ -1,0 +1,165 @@
+"""Training a Keras model fed from a Spark DataFrame: steps per second of
+model.fit(ctx.dataset(batch)) on a sparktf node fed by cluster.train(df), next to the
+same model fit on the same rows already in memory as
+tf.data.Dataset.from_tensor_slices (the ceiling: no feed at all).
+
+Same machine, same run: a small MLP (784 -> 128 -> 10, Adam, sparse categorical
+cross-entropy), batches of 256, `--rows` rows of 784 float32 values and an int label
+(a cached DataFrame with an array<float> column, made in the JVM, 8 partitions). sparktf
+runs one node on local-cluster[2,1,2048] (the executors feed it while it trains, on the
+same 2 cores); the baseline runs in a plain Python process with the same threads.
+Each side runs in a fresh process per round, rounds interleaved; steps/s is measured
+by a Keras callback from the end of the first 20 steps (TensorFlow's tracing and the
+first batches) to the last step. Input stall: the share of the node's time in
+next() waiting for a batch (the feed's wait_us over the timed span).
+
+Usage: .venv/bin/python bench/keras_feed_bench.py [--rows 120000] [--rounds 3]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+BATCH = 256
+WARM_STEPS = 20
+WIDTH = 784
+PARTITIONS = 8
+
+
+def model():
+    import tensorflow as tf
+
+    m = tf.keras.Sequential([tf.keras.Input((WIDTH,)),
+                             tf.keras.layers.Dense(128, activation="relu"),
+                             tf.keras.layers.Dense(10)])
+    m.compile("adam", tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return m
+
+
+class StepTimer:
+    """A Keras callback: the time of step WARM_STEPS's end and of the last step's."""
+
+    def __new__(cls):
+        import tensorflow as tf
+
+        class Timer(tf.keras.callbacks.Callback):
+            def __init__(self):
+                super().__init__()
+                self.steps, self.t_warm, self.t_end = 0, None, None
+
+            def on_train_batch_end(self, batch, logs=None):
+                self.steps += 1
+                if self.steps == WARM_STEPS:
+                    self.t_warm = time.perf_counter()
+                self.t_end = time.perf_counter()
+
+            def rate(self):
+                return (self.steps - WARM_STEPS) / (self.t_end - self.t_warm)
+
+        return Timer()
+
+
+def node_fun(args, ctx):
+    """map_fun of the sparktf node: fit on the feed, write steps/s and the input stall."""
+    m = model()
+    timer = StepTimer()
+    feed = ctx.get_data_feed()  # for its progress: rows, batches, time spent waiting
+    before = feed.progress()
+    t0 = time.perf_counter()
+    m.fit(ctx.dataset(BATCH, input_mapping={"x": "x", "label": "label"}).map(
+        lambda d: (d["x"], d["label"])), epochs=1, verbose=0, callbacks=[timer])
+    span = time.perf_counter() - t0
+    after = feed.progress()
+    with open(os.path.join(args["out"], "result.json"), "w") as f:
+        json.dump({"steps_per_s": timer.rate(), "steps": timer.steps,
+                   "stall": (after.get("wait_us", 0) - before.get("wait_us", 0)) / 1e6 / span},
+                  f)
+
+
+def run_sparktf(rows: int) -> dict:
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    from sparktf import TFCluster
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    spark = (SparkSession.builder.master("local-cluster[2,1,2048]")
+             .config("spark.ui.enabled", "false").config("spark.driver.memory", "2g")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    values = [F.rand(i).cast("float") for i in range(WIDTH)]
+    df = spark.range(rows, numPartitions=PARTITIONS).select(
+        F.array(*values).alias("x"), (F.col("id") % 10).cast("int").alias("label")).cache()
+    assert df.count() == rows
+    out = tempfile.mkdtemp()
+    cluster = TFCluster.run(spark.sparkContext, node_fun, {"out": out}, 1,
+                            input_mode=TFCluster.InputMode.SPARK)
+    cluster.train(df, num_epochs=1)
+    cluster.shutdown(timeout=300)
+    spark.stop()
+    return json.load(open(os.path.join(out, "result.json")))
+
+
+def run_memory(rows: int) -> dict:
+    import numpy as np
+    import tensorflow as tf
+
+    g = np.random.default_rng(0)
+    x = g.random((rows, WIDTH), dtype=np.float32)
+    y = (np.arange(rows) % 10).astype(np.int32)
+    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(BATCH, drop_remainder=True)
+    timer = StepTimer()
+    model().fit(ds, epochs=1, verbose=0, callbacks=[timer])
+    return {"steps_per_s": timer.rate(), "steps": timer.steps, "stall": None}
+
+
+def run(side: str, rows: int) -> dict:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    p = subprocess.run([sys.executable, os.path.abspath(__file__), "--side", side,
+                        "--rows", str(rows)], capture_output=True, text=True, env=env,
+                       cwd=tempfile.gettempdir(), timeout=1800)
+    for line in p.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+    raise RuntimeError(f"{side} failed:\n{p.stdout[-2000:]}\n{p.stderr[-3000:]}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=120_000)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--side", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.side:
+        result = run_sparktf(args.rows) if args.side == "sparktf" else run_memory(args.rows)
+        print("RESULT " + json.dumps(result), flush=True)
+        return
+    got = {"sparktf": [], "memory": []}
+    for r in range(args.rounds):
+        for side in got:
+            got[side].append(run(side, args.rows))
+        print(f"round {r + 1}: " + ", ".join(f"{k} {v[-1]['steps_per_s']:.1f} steps/s"
+                                             for k, v in got.items()), flush=True)
+    rate = {k: statistics.median(x["steps_per_s"] for x in v) for k, v in got.items()}
+    stall = statistics.median(x["stall"] for x in got["sparktf"])
+    ratios = [a["steps_per_s"] / b["steps_per_s"] for a, b in zip(got["sparktf"], got["memory"])]
+    print(f"\n{args.rows:,} rows of 784 float32 + label, batches of {BATCH}, medians of "
+          f"{args.rounds} runs\n"
+          "| | steps/s (median) | min | max | input stall |\n|---|---|---|---|---|\n"
+          f"| sparktf, fit(ctx.dataset) fed by cluster.train(df) | {rate['sparktf']:.1f} | "
+          f"{min(x['steps_per_s'] for x in got['sparktf']):.1f} | "
+          f"{max(x['steps_per_s'] for x in got['sparktf']):.1f} | {stall:.1%} |\n"
+          f"| from_tensor_slices, in memory | {rate['memory']:.1f} | "
+          f"{min(x['steps_per_s'] for x in got['memory']):.1f} | "
+          f"{max(x['steps_per_s'] for x in got['memory']):.1f} | |\n"
+          f"\nsparktf / in memory: **{rate['sparktf'] / rate['memory']:.2f}** (target 0.8); "
+          "per run: " + ", ".join(f"{x:.2f}" for x in ratios))
+
+
+if __name__ == "__main__":
+    main()
