@@ -7,7 +7,12 @@ rate at which Spark alone iterates the same partitions. Same Spark (pyspark
 rows: TFoS's own MNIST examples feed rows of this shape. DataFrames (float
 columns, or an array<float> column, and an int label, made and cached in the
 JVM): sparktf's cluster.train(df), TFoS's cluster.train(df.rdd), and Spark
-alone counting the rows of the Arrow batches that mapInArrow hands Python.
+alone counting the rows of the Arrow batches that mapInArrow hands Python, and
+Petastorm 0.13.1 (its own venv, .venv-petastorm: bench/setup_petastorm_venv.sh):
+make_spark_converter(df) materializes the DataFrame as Parquet, then one reader
+process per node (shard i of 2, started and importing TensorFlow before the clock
+starts) iterates make_tf_dataset(batch_size=1000); its rate is quoted with the
+materialization and without it.
 Each framework runs in a fresh driver process per round, rounds interleaved.
 
 The consumer in the TF process takes batches of 1000 rows and counts them:
@@ -39,6 +44,7 @@ SHAPES = {"10 floats (list)": (10, 600_000, "list"),
           "DataFrame, array<float> of 784": (784, 150_000, "df-array")}
 PARTITIONS = 8
 BATCH = 1000
+RING_MIB = 64  # a node's input ring: sparktf.node.FEED_RING_CAPACITY
 
 
 def make_rdd(sc, width, rows, kind):
@@ -84,23 +90,25 @@ def count_arrow(batches):
     yield pa.RecordBatch.from_pydict({"rows": [sum(b.num_rows for b in batches)]})
 
 
-def vm_hwm_kb(pid):
+def vm_hwm_kb(pid, field="VmHWM"):
     try:
         for line in open(f"/proc/{pid}/status"):
-            if line.startswith("VmHWM:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
     except OSError:
         pass
     return 0
 
 
-def report(out_dir, executor_id, rows, last, helpers):
+def report(out_dir, executor_id, rows, last, helpers, base_kb=0):
     peak = vm_hwm_kb(os.getpid()) + sum(vm_hwm_kb(p) for p in helpers)
     with open(os.path.join(out_dir, str(executor_id)), "w") as f:
-        json.dump({"rows": rows, "end": last, "peak_kb": peak}, f)
+        json.dump({"rows": rows, "end": last, "peak_kb": peak, "base_kb": base_kb}, f)
 
 
 def sparktf_consumer(args, ctx):
+    # the node's memory before any row arrives: its growth is what the feed holds
+    base = vm_hwm_kb(os.getpid(), "VmRSS") + vm_hwm_kb(os.getppid(), "VmRSS")
     feed = ctx.get_data_feed(input_mapping=args["mapping"])
     rows, last = 0, 0.0
     while not feed.should_stop():
@@ -110,7 +118,7 @@ def sparktf_consumer(args, ctx):
             last = time.time()
             if rows >= args["expect"]:
                 break
-    report(args["out"], ctx.executor_id, rows, last, [os.getppid()])
+    report(args["out"], ctx.executor_id, rows, last, [os.getppid()], base)
 
 
 def tfos_consumer(args, ctx):
@@ -137,7 +145,58 @@ def tfos_consumer(args, ctx):
     report(args["out"], ctx.executor_id, rows, last, siblings)
 
 
+def petastorm_reader(shard, shards):
+    """A Petastorm node: says READY once TensorFlow and Petastorm are imported, reads
+    the converter's files from a line of stdin, iterates shard `shard` of `shards` of
+    make_tf_dataset(batch_size=BATCH) once and prints its rows and end time."""
+    import tensorflow as tf  # noqa: F401  (imported before the clock starts)
+    from petastorm.spark.spark_dataset_converter import SparkDatasetConverter
+
+    print("READY", flush=True)
+    job = json.loads(sys.stdin.readline())
+    conv = SparkDatasetConverter(job["url"], job["files"], job["size"])
+    rows = 0
+    with conv.make_tf_dataset(batch_size=BATCH, num_epochs=1, cur_shard=shard,
+                              shard_count=shards) as ds:
+        for b in ds:
+            rows += int(b.label.shape[0])
+    print("RESULT " + json.dumps({"rows": rows, "end": time.time(),
+                                  "peak_kb": vm_hwm_kb(os.getpid())}), flush=True)
+
+
+def petastorm_pass(spark, df):
+    """One Petastorm epoch over `df` into 2 readers: (materialize s, read s, rows, peak kB)."""
+    from petastorm.spark import make_spark_converter
+
+    readers = [subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker",
+                                 "petastorm-reader", "--rows", str(i)],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+               for i in range(2)]
+    for r in readers:
+        while r.stdout.readline().strip() != "READY":
+            if r.poll() is not None:
+                raise RuntimeError("a Petastorm reader died before it was ready")
+    t0 = time.time()
+    conv = make_spark_converter(df)
+    t1 = time.time()
+    job = {"url": conv.cache_dir_url, "files": conv.file_urls, "size": len(conv)}
+    for r in readers:
+        r.stdin.write(json.dumps(job) + "\n")
+        r.stdin.flush()
+    got = []
+    for r in readers:
+        out, _ = r.communicate(timeout=1800)
+        got += [json.loads(line[7:]) for line in out.splitlines() if line.startswith("RESULT ")]
+    conv.delete()
+    assert len(got) == 2, got
+    return (t1 - t0, max(g["end"] for g in got) - t1, sum(g["rows"] for g in got),
+            max(g["peak_kb"] for g in got))
+
+
 def worker(framework, width, rows_wanted, kind):
+    if framework == "petastorm-reader":
+        petastorm_reader(rows_wanted, 2)
+        return
     from pyspark.sql import SparkSession
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -168,6 +227,16 @@ def worker(framework, width, rows_wanted, kind):
         t0 = time.time()
         iterate()
         result = {"seconds": time.time() - t0, "rows": n, "peak_kb": 0}
+    elif framework == "petastorm":
+        from petastorm.spark import SparkDatasetConverter
+
+        spark.conf.set(SparkDatasetConverter.PARENT_CACHE_DIR_URL_CONF,
+                       "file://" + tempfile.mkdtemp(prefix="petastorm-"))
+        petastorm_pass(spark, data)  # untimed, as for the others; delete() drops its cache
+        materialize, read, got, peak = petastorm_pass(spark, data)
+        assert got == n, (got, n)
+        result = {"seconds": materialize + read, "read_seconds": read, "rows": n,
+                  "peak_kb": peak}
     elif framework == "spark":
         def iterate():  # a DataFrame as Arrow batches (mapInArrow), an RDD as rows
             if frame:
@@ -200,7 +269,8 @@ def worker(framework, width, rows_wanted, kind):
         got = [json.load(open(os.path.join(out, f))) for f in os.listdir(out)]
         assert sum(g["rows"] for g in got) == 2 * n, got
         result = {"seconds": max(g["end"] for g in got) - t0, "rows": n,
-                  "peak_kb": max(g["peak_kb"] for g in got), "train_call": t_train}
+                  "peak_kb": max(g["peak_kb"] for g in got), "train_call": t_train,
+                  "growth_kb": max(g["peak_kb"] - g["base_kb"] for g in got)}
     spark.stop()
     print("RESULT " + json.dumps(result), flush=True)
 
@@ -221,7 +291,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--tfos-python", default=os.path.join(ROOT, ".venv-tfos", "bin", "python"))
+    ap.add_argument("--petastorm-python",
+                    default=os.path.join(ROOT, ".venv-petastorm", "bin", "python"))
     ap.add_argument("--only", choices=list(SHAPES), default=None)
+    ap.add_argument("--sides", default=None,
+                    help="comma-separated subset of spark,sparktf,tfos,jvm-arrow,petastorm")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--width", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--rows", type=int, help=argparse.SUPPRESS)
@@ -231,24 +305,34 @@ def main():
         worker(args.worker, args.width, args.rows, args.kind)
         return
     pythons = {"spark": sys.executable, "sparktf": sys.executable, "tfos": args.tfos_python}
-    frame_only = {"jvm-arrow": sys.executable}
+    frame_only = {"jvm-arrow": sys.executable, "petastorm": args.petastorm_python}
     names = {"spark": "Spark alone iterating the partitions (DataFrames: mapInArrow)",
              "sparktf": "sparktf",
              "tfos": "TensorFlowOnSpark 2.2.5",
              "jvm-arrow": "bound of a JVM feeder: the executors making Arrow batches "
-                          "(toArrowBatchRdd), no Python"}
+                          "(toArrowBatchRdd), no Python",
+             "petastorm": "Petastorm 0.13.1, materializing included",
+             "petastorm-read": "Petastorm 0.13.1, reading the Parquet only"}
     tables = []
     for shape, (width, rows, kind) in SHAPES.items():
         if args.only and shape != args.only:
             continue
         sides = dict(pythons, **(frame_only if kind.startswith("df-") else {}))
+        if args.sides:
+            sides = {k: v for k, v in sides.items() if k in args.sides.split(",")}
         rates = {k: [] for k in sides}
         peaks = {k: [] for k in sides}
+        growth = []  # sparktf: a node's peak over its memory before the feed
         for r in range(args.rounds):
             for fw, py in sides.items():
                 res = run_worker(py, fw, width, rows, kind)
                 rates[fw].append(res["rows"] / res["seconds"])
                 peaks[fw].append(res["peak_kb"] / 1024)
+                if fw == "sparktf":
+                    growth.append(res["growth_kb"] / 1024)
+                if "read_seconds" in res:
+                    rates.setdefault(fw + "-read", []).append(res["rows"] / res["read_seconds"])
+                    peaks.setdefault(fw + "-read", []).append(res["peak_kb"] / 1024)
             print(f"{shape} round {r + 1}: " + ", ".join(
                 f"{k} {statistics.median(v):,.0f} rows/s" for k, v in rates.items()), flush=True)
         med = {k: statistics.median(v) for k, v in rates.items()}
@@ -256,17 +340,26 @@ def main():
                  f"2 nodes; "
                  f"medians of {args.rounds} runs",
                  "| | rows/s (median) | min | max | peak node memory |", "|---|---|---|---|---|"]
-        for k in sides:
-            mem = (f"{statistics.median(peaks[k]):,.0f} MiB" if k in ("sparktf", "tfos")
+        for k in rates:
+            mem = (f"{statistics.median(peaks[k]):,.0f} MiB" if k in ("sparktf", "tfos", "petastorm", "petastorm-read")
                    else "")
             lines.append(f"| {names[k]} | {med[k]:,.0f} | {min(rates[k]):,.0f} | "
                          f"{max(rates[k]):,.0f} | {mem} |")
         x_tfos, x_spark = (30, 0.9) if kind.startswith("df-") else (20, 0.8)
-        lines.append(f"\nsparktf / TFoS: **{med['sparktf'] / med['tfos']:.1f}x** "
-                     f"(target {x_tfos}x); "
-                     f"sparktf / Spark alone: **{med['sparktf'] / med['spark']:.2f}** "
+        if "tfos" in med:
+            lines.append(f"\nsparktf / TFoS: **{med['sparktf'] / med['tfos']:.1f}x** "
+                         f"(target {x_tfos}x)")
+        lines.append(f"sparktf / Spark alone: **{med['sparktf'] / med['spark']:.2f}** "
                      f"(target {x_spark}); per run: " + ", ".join(
                          f"{a / b:.2f}" for a, b in zip(rates["sparktf"], rates["spark"])))
+        lines.append(f"sparktf node's peak over its memory before the feed: "
+                     f"{statistics.median(growth):,.0f} MiB (max {max(growth):,.0f}; its ring: "
+                     f"{RING_MIB} MiB)")
+        if "petastorm" in med:
+            lines.append(f"sparktf / Petastorm: **{med['sparktf'] / med['petastorm']:.1f}x** end to "
+                         f"end (target 3x), **{med['sparktf'] / med['petastorm-read']:.1f}x** "
+                         f"against its reading alone; per run: " + ", ".join(
+                             f"{a / b:.1f}x" for a, b in zip(rates["sparktf"], rates["petastorm"])))
         if "jvm-arrow" in med:
             lines.append(f"JVM feeder bound / sparktf: **{med['jvm-arrow'] / med['sparktf']:.2f}**"
                          f" (a JVM feeder is built only if it can reach 1.5)")

@@ -13,7 +13,12 @@ by a Keras callback from the end of the first 20 steps (TensorFlow's tracing and
 first batches) to the last step. Input stall: the share of the node's time in
 next() waiting for a batch (the feed's wait_us over the timed span).
 
-Usage: .venv/bin/python bench/keras_feed_bench.py [--rows 120000] [--rounds 3]
+With --pin, training gets a core of its own, as on a machine where the executors'
+cores are not the trainer's: the baseline runs on CPU 0 alone; sparktf's driver, its
+executors, their Python workers and the node's agent on CPU 1, and the node's TF process
+moves itself to CPU 0 before it builds the model.
+
+Usage: .venv/bin/python bench/keras_feed_bench.py [--rows 120000] [--rounds 3] [--pin]
 """
 
 import argparse
@@ -64,8 +69,16 @@ class StepTimer:
         return Timer()
 
 
+def pin_process(cpu: int) -> None:
+    """Moves every thread of this process to `cpu` (threads made later inherit it)."""
+    for tid in os.listdir("/proc/self/task"):
+        os.sched_setaffinity(int(tid), {cpu})
+
+
 def node_fun(args, ctx):
     """map_fun of the sparktf node: fit on the feed, write steps/s and the input stall."""
+    if args["pin"]:
+        pin_process(0)
     m = model()
     timer = StepTimer()
     feed = ctx.get_data_feed()  # for its progress: rows, batches, time spent waiting
@@ -81,7 +94,9 @@ def node_fun(args, ctx):
                   f)
 
 
-def run_sparktf(rows: int) -> dict:
+def run_sparktf(rows: int, pin: bool) -> dict:
+    if pin:  # inherited by the JVMs, the Python workers and the node's agent
+        pin_process(1)
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
@@ -97,7 +112,7 @@ def run_sparktf(rows: int) -> dict:
         F.array(*values).alias("x"), (F.col("id") % 10).cast("int").alias("label")).cache()
     assert df.count() == rows
     out = tempfile.mkdtemp()
-    cluster = TFCluster.run(spark.sparkContext, node_fun, {"out": out}, 1,
+    cluster = TFCluster.run(spark.sparkContext, node_fun, {"out": out, "pin": pin}, 1,
                             input_mode=TFCluster.InputMode.SPARK)
     cluster.train(df, num_epochs=1)
     cluster.shutdown(timeout=300)
@@ -105,7 +120,9 @@ def run_sparktf(rows: int) -> dict:
     return json.load(open(os.path.join(out, "result.json")))
 
 
-def run_memory(rows: int) -> dict:
+def run_memory(rows: int, pin: bool) -> dict:
+    if pin:
+        pin_process(0)
     import numpy as np
     import tensorflow as tf
 
@@ -118,10 +135,10 @@ def run_memory(rows: int) -> dict:
     return {"steps_per_s": timer.rate(), "steps": timer.steps, "stall": None}
 
 
-def run(side: str, rows: int) -> dict:
+def run(side: str, rows: int, pin: bool) -> dict:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    p = subprocess.run([sys.executable, os.path.abspath(__file__), "--side", side,
-                        "--rows", str(rows)], capture_output=True, text=True, env=env,
+    cmd = [sys.executable, os.path.abspath(__file__), "--side", side, "--rows", str(rows)]
+    p = subprocess.run(cmd + (["--pin"] if pin else []), capture_output=True, text=True, env=env,
                        cwd=tempfile.gettempdir(), timeout=1800)
     for line in p.stdout.splitlines():
         if line.startswith("RESULT "):
@@ -133,23 +150,27 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=120_000)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--pin", action="store_true",
+                    help="training on CPU 0 alone, the feed on CPU 1 (both sides)")
     ap.add_argument("--side", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.side:
-        result = run_sparktf(args.rows) if args.side == "sparktf" else run_memory(args.rows)
+        run_side = run_sparktf if args.side == "sparktf" else run_memory
+        result = run_side(args.rows, args.pin)
         print("RESULT " + json.dumps(result), flush=True)
         return
     got = {"sparktf": [], "memory": []}
     for r in range(args.rounds):
         for side in got:
-            got[side].append(run(side, args.rows))
+            got[side].append(run(side, args.rows, args.pin))
         print(f"round {r + 1}: " + ", ".join(f"{k} {v[-1]['steps_per_s']:.1f} steps/s"
                                              for k, v in got.items()), flush=True)
     rate = {k: statistics.median(x["steps_per_s"] for x in v) for k, v in got.items()}
     stall = statistics.median(x["stall"] for x in got["sparktf"])
     ratios = [a["steps_per_s"] / b["steps_per_s"] for a, b in zip(got["sparktf"], got["memory"])]
     print(f"\n{args.rows:,} rows of 784 float32 + label, batches of {BATCH}, medians of "
-          f"{args.rounds} runs\n"
+          f"{args.rounds} runs" + (", training on a core of its own (--pin)" if args.pin else
+                                   ", all on the same 2 cores") + "\n"
           "| | steps/s (median) | min | max | input stall |\n|---|---|---|---|---|\n"
           f"| sparktf, fit(ctx.dataset) fed by cluster.train(df) | {rate['sparktf']:.1f} | "
           f"{min(x['steps_per_s'] for x in got['sparktf']):.1f} | "
