@@ -21,7 +21,9 @@ its DataFeed.next_batch (a list of rows). Each framework makes an untimed pass
 over the RDD first, then a timed one: from the start of cluster.train() (or
 foreachPartition) until every row has reached a consumer. Peak memory of a
 node: VmHWM of its TF process plus its helper process (sparktf: the node
-agent; TFoS: the multiprocessing manager that holds its queues).
+agent; TFoS: the multiprocessing manager that holds its queues; Petastorm: a
+reader process). For sparktf also that peak less the node's resident memory when its
+consumer starts: what the feed holds.
 
 Usage: .venv/bin/python bench/feed_bench.py [--rounds 3]
 """
