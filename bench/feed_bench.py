@@ -92,7 +92,8 @@ def count_arrow(batches):
     yield pa.RecordBatch.from_pydict({"rows": [sum(b.num_rows for b in batches)]})
 
 
-def vm_hwm_kb(pid, field="VmHWM"):
+def vm_status_kb(pid, field="VmHWM"):
+    """A kB figure of /proc/<pid>/status (VmHWM: peak resident; VmRSS: resident now)."""
     try:
         for line in open(f"/proc/{pid}/status"):
             if line.startswith(field + ":"):
@@ -103,14 +104,14 @@ def vm_hwm_kb(pid, field="VmHWM"):
 
 
 def report(out_dir, executor_id, rows, last, helpers, base_kb=0):
-    peak = vm_hwm_kb(os.getpid()) + sum(vm_hwm_kb(p) for p in helpers)
+    peak = vm_status_kb(os.getpid()) + sum(vm_status_kb(p) for p in helpers)
     with open(os.path.join(out_dir, str(executor_id)), "w") as f:
         json.dump({"rows": rows, "end": last, "peak_kb": peak, "base_kb": base_kb}, f)
 
 
 def sparktf_consumer(args, ctx):
     # the node's memory before any row arrives: its growth is what the feed holds
-    base = vm_hwm_kb(os.getpid(), "VmRSS") + vm_hwm_kb(os.getppid(), "VmRSS")
+    base = vm_status_kb(os.getpid(), "VmRSS") + vm_status_kb(os.getppid(), "VmRSS")
     feed = ctx.get_data_feed(input_mapping=args["mapping"])
     rows, last = 0, 0.0
     while not feed.should_stop():
@@ -163,15 +164,15 @@ def petastorm_reader(shard, shards):
         for b in ds:
             rows += int(b.label.shape[0])
     print("RESULT " + json.dumps({"rows": rows, "end": time.time(),
-                                  "peak_kb": vm_hwm_kb(os.getpid())}), flush=True)
+                                  "peak_kb": vm_status_kb(os.getpid())}), flush=True)
 
 
-def petastorm_pass(spark, df):
+def petastorm_pass(df):
     """One Petastorm epoch over `df` into 2 readers: (materialize s, read s, rows, peak kB)."""
     from petastorm.spark import make_spark_converter
 
     readers = [subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker",
-                                 "petastorm-reader", "--rows", str(i)],
+                                 "petastorm-reader", "--shard", str(i)],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
                for i in range(2)]
     for r in readers:
@@ -196,9 +197,6 @@ def petastorm_pass(spark, df):
 
 
 def worker(framework, width, rows_wanted, kind):
-    if framework == "petastorm-reader":
-        petastorm_reader(rows_wanted, 2)
-        return
     from pyspark.sql import SparkSession
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -234,8 +232,8 @@ def worker(framework, width, rows_wanted, kind):
 
         spark.conf.set(SparkDatasetConverter.PARENT_CACHE_DIR_URL_CONF,
                        "file://" + tempfile.mkdtemp(prefix="petastorm-"))
-        petastorm_pass(spark, data)  # untimed, as for the others; delete() drops its cache
-        materialize, read, got, peak = petastorm_pass(spark, data)
+        petastorm_pass(data)  # untimed, as for the others; delete() drops its cache
+        materialize, read, got, peak = petastorm_pass(data)
         assert got == n, (got, n)
         result = {"seconds": materialize + read, "read_seconds": read, "rows": n,
                   "peak_kb": peak}
@@ -302,7 +300,11 @@ def main():
     ap.add_argument("--width", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--rows", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--kind", help=argparse.SUPPRESS)
+    ap.add_argument("--shard", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.worker == "petastorm-reader":
+        petastorm_reader(args.shard, 2)
+        return
     if args.worker:
         worker(args.worker, args.width, args.rows, args.kind)
         return

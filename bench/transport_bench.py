@@ -37,23 +37,13 @@ TRANSPORTS = ("shm", "tcp")
 
 
 def worker(master, shape):
-    from pyspark.sql import SparkSession
+    from standalone import driver_session
 
     from sparktf import TFCluster
 
     width, rows, kind = SHAPES[shape]
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    spark = (SparkSession.builder.master(master).appName("transport-bench")
-             .config("spark.cores.max", "2").config("spark.executor.cores", "1")
-             .config("spark.executor.memory", "2g").config("spark.driver.memory", "2g")
-             .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
-             .config("spark.executorEnv.PYTHONPATH", os.pathsep.join(sys.path))
-             .getOrCreate())
+    spark = driver_session(master, "transport-bench", executor_memory="2g")
     sc = spark.sparkContext
-    sc.setLogLevel("ERROR")
-    deadline = time.monotonic() + 120  # both executors, so that the cache is on both hosts
-    while sc._jsc.sc().getExecutorMemoryStatus().size() < 3 and time.monotonic() < deadline:
-        time.sleep(0.2)
     if kind.startswith("df-"):
         data, n = feed_bench.make_df(spark, width, rows, kind)
         mapping = {"label": "y"}

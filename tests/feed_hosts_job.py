@@ -7,31 +7,21 @@ index) and what each node read."""
 import json
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "chaos"))
 
 import feed_funs  # noqa: E402
 
 
 def main():
     master, out_dir, placements = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
-    from pyspark.sql import SparkSession
+    from standalone import driver_session
 
     from sparktf import TFCluster
 
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    spark = (SparkSession.builder.master(master).appName("feed-hosts")
-             .config("spark.cores.max", "2").config("spark.executor.cores", "1")
-             .config("spark.executor.memory", "1g").config("spark.ui.enabled", "false")
-             .config("spark.driver.host", "127.0.0.1")
-             .config("spark.executorEnv.PYTHONPATH", os.pathsep.join(sys.path))
-             .getOrCreate())
+    spark = driver_session(master, "feed-hosts")  # both executors: the cache on both hosts
     sc = spark.sparkContext
-    sc.setLogLevel("ERROR")
-    deadline = time.monotonic() + 120  # both executors, so that the cache is on both hosts
-    while sc._jsc.sc().getExecutorMemoryStatus().size() < 3 and time.monotonic() < deadline:
-        time.sleep(0.2)
     rdd = sc.parallelize(range(8), 8).flatMap(
         lambda p: [(float(p * 1000 + i), [float(i), 1.0]) for i in range(1000)]).cache()
     rdd.count()

@@ -82,3 +82,29 @@ class StandaloneCluster:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait(5)
         self.procs.clear()
+
+
+def driver_session(master: str, app: str, executors: int = 2, executor_memory: str = "1g"):
+    """A SparkSession of a driver on 127.0.0.1 with `executors` one-core executors on the
+    standalone cluster at `master` (their PYTHONPATH this process's sys.path), returned
+    once they have all registered or 120 s have passed, so that data cached next lands on
+    every simulated host."""
+    import sys
+
+    from pyspark.sql import SparkSession
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    spark = (SparkSession.builder.master(master).appName(app)
+             .config("spark.cores.max", str(executors)).config("spark.executor.cores", "1")
+             .config("spark.executor.memory", executor_memory)
+             .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
+             .config("spark.executorEnv.PYTHONPATH", os.pathsep.join(sys.path))
+             .getOrCreate())
+    sc = spark.sparkContext
+    sc.setLogLevel("ERROR")
+    deadline = time.monotonic() + 120
+    # getExecutorMemoryStatus counts the driver too
+    while sc._jsc.sc().getExecutorMemoryStatus().size() < executors + 1 and \
+            time.monotonic() < deadline:
+        time.sleep(0.2)
+    return spark
