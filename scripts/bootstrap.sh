@@ -3,7 +3,7 @@
 # Debian packages (apt-get), the virtual environment .venv with pinned PyPI
 # packages (requirements.txt), and sparktf itself (C++ core, CLI and the
 # _native extension, with the Rust library behind hdfs:// and s3:// that cargo
-# builds from crates.io) built into .venv. Safe to run again; skips what is done.
+# builds from crates.io) built into .venv, and the JVM feeder's jar (Maven). Safe to run again; skips what is done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +22,8 @@ for pkg in "${APT_PACKAGES[@]}"; do
     || missing+=("$pkg")
 done
 command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+# javac and jni.h: the JVM feeder (jvm/) and its native library
+command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
 command -v "$PYTHON" >/dev/null 2>&1 || missing+=(python3)
 "$PYTHON" -c "import venv, ensurepip" >/dev/null 2>&1 || missing+=(python3-venv)
@@ -59,3 +61,5 @@ fi
 echo "bootstrap: building and installing sparktf into .venv"
 .venv/bin/python -m pip install -q --no-build-isolation --no-deps .
 .venv/bin/sparktf --help >/dev/null
+echo "bootstrap: building the JVM feeder's jar (Maven)"
+bash scripts/build_jvm.sh

@@ -46,6 +46,8 @@ os.environ.update({
 def spark():
     from pyspark.sql import SparkSession
 
+    from sparktf import jvm
+
     # Executors must run the same interpreter (the project's venv).
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
@@ -59,6 +61,8 @@ def spark():
         # fixture runs; Spark's own default filesystem stays local whatever the order.
         .config("spark.hadoop.fs.defaultFS", "file:///")
         .config("spark.executorEnv.PYTHONPATH", os.pathsep.join(sys.path))
+        # The JVM feeder (cluster.train(df) takes it when it is on the classpath).
+        .config("spark.jars", jvm.jar_path())
         .getOrCreate()
     )
     yield session

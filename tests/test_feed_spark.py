@@ -144,8 +144,9 @@ def test_a_validation_queue_next_to_the_training_feed_has_its_own_end(spark, tmp
     assert sum(r["input"][1] for r in seen) == 2 * sum(range(1000))
 
 
-def test_train_from_dataframe_with_arrow(spark, tmp_path, clean_after):
-    """A DataFrame's columns of every fed type reach the nodes with their values: numbers
+@pytest.mark.parametrize("feeder", ["python", "jvm"])
+def test_train_from_dataframe_with_arrow(spark, tmp_path, feeder, clean_after):
+    """With either feeder, a DataFrame's columns of every fed type reach the nodes with their values: numbers
     (a tinyint widened to int32), booleans, strings, arrays, pyspark.ml vectors (dense and
     sparse, as arrays of their size); a column with a null fails the feed naming it."""
     from pyspark.ml.linalg import SparseVector, Vectors, VectorUDT
@@ -170,10 +171,10 @@ def test_train_from_dataframe_with_arrow(spark, tmp_path, clean_after):
     # One partition: the null is in the first batch, so none of its rows is fed.
     with_null = spark.createDataFrame([(1.0, 2.0), (None, 3.0)], "label double, x double")
     with pytest.raises(Exception, match="column 'label' has nulls; fill or drop them"):
-        cluster.train(with_null.coalesce(1), feed_timeout=60)
-    stats = cluster.train(df)
+        cluster.train(with_null.coalesce(1), feed_timeout=60, feeder=feeder)
+    stats = cluster.train(df, feeder=feeder)
     cluster.shutdown(timeout=120)
-    assert stats["rows"] == 3000 and stats["partitions"] == 3
+    assert stats["rows"] == 3000 and stats["partitions"] == 3 and stats["feeder"] == feeder
     ids = range(3000)
     seen = node_results(tmp_path)
     assert sum(r["rows"] for r in seen.values()) == 3000

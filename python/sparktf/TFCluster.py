@@ -590,7 +590,8 @@ class TFCluster:
             watcher.join()
             self.sc.removeJobTag(tag)
 
-    def train(self, data, num_epochs: int = 1, feed_timeout: float = 600, qname: str = "input"):
+    def train(self, data, num_epochs: int = 1, feed_timeout: float = 600, qname: str = "input",
+              feeder: str = "auto"):
         """Feeds `data` (an RDD, or a DataFrame through Arrow) to the training
         workers, `num_epochs` times (TFoS's cluster.train). A DataFrame's columns go
         as they are (numbers, booleans, strings, binary, arrays of them, pyspark.ml
@@ -602,14 +603,18 @@ class TFCluster:
         delivered; the feed stays open for more calls until shutdown(). Returns {"rows",
         "skipped", "partitions", "local_partitions", "pickles_native", "pickles_python",
         "placement": per epoch, the feed index of the node each partition went to,
-        "remote": per epoch, the partitions fed over TCP}: rows are skipped when a
+        "remote": per epoch, the partitions fed over TCP, "feeder": "python" or "jvm"}: rows are skipped when a
         consumer stopped reading (terminate()); a cached RDD's stored pickles are read in
         C++ unless they hold values only Python reads (pickles_python). With
         restarts (TFCluster.run), a node's failure restarts the cluster, and train()
         carries on: the new generation is fed again from the first epoch a node had
         not taken in full (_feed_epoch). A streaming DataFrame is fed as it arrives
-        (train_stream; returns its StreamingQuery); a DStream is refused, naming that."""
-        from sparktf import feeding
+        (train_stream; returns its StreamingQuery); a DStream is refused, naming that.
+        `feeder` (DataFrames): "python" (mapInArrow into PySpark's Python workers), "jvm"
+        (the executors' JVMs hand Arrow buffers to the core, no Python worker:
+        sparktf.jvm; its jar must be in spark.jars), or "auto": "jvm" when its jar is on
+        the classpath."""
+        from sparktf import feeding, jvm
 
         _refuse_dstream(data, "cluster.train")
         if getattr(data, "isStreaming", False):
@@ -619,10 +624,25 @@ class TFCluster:
         if int(num_epochs) == 0:  # TFoS's default: "an arbitrarily large number for now"
             logger.warning("sparktf: cluster.train(num_epochs=0) feeds 10 epochs, as TFoS did")
             num_epochs = 10
+        if feeder not in ("auto", "python", "jvm"):
+            raise errors.InvalidArgument(f"feeder must be 'auto', 'python' or 'jvm', got {feeder!r}")
         self._refuse_ended(qname)
         self._feed_meta(qname, feed_timeout)  # refuses bad arguments before anything runs
         self._restart_if_failed()
-        if hasattr(data, "mapInArrow"):
+        is_df = hasattr(data, "mapInArrow")
+        if feeder == "jvm":
+            if not is_df:
+                raise errors.InvalidArgument("feeder='jvm' feeds DataFrames; this is an RDD")
+            jvm.check_available(self.sc)
+        elif feeder == "auto":
+            feeder = "jvm" if is_df and jvm.available(self.sc) else "python"
+        if feeder == "jvm":
+            data = feeding.vectors_as_arrays(data)
+            partitions = data.rdd.getNumPartitions()
+
+            def make_job(meta):
+                return lambda: jvm.feed(data, dict(meta, partitions=partitions))
+        elif is_df:
             schema = "partition long, pushed long, skipped long, local boolean, node long"
             data = feeding.vectors_as_arrays(data)
             partitions = data.rdd.getNumPartitions()
@@ -640,7 +660,8 @@ class TFCluster:
                                                 pickled is not None)
                 return lambda: source.mapPartitionsWithIndex(fn).collect()
         total = {"rows": 0, "skipped": 0, "partitions": 0, "local_partitions": 0,
-                 "pickles_native": 0, "pickles_python": 0, "placement": [], "remote": []}
+                 "pickles_native": 0, "pickles_python": 0, "placement": [], "remote": [],
+                 "feeder": feeder if is_df else "python"}
         with _ProgressLines(self, qname, int(num_epochs), self.progress_interval) as progress:
             self._feed_epochs(make_job, qname, feed_timeout, int(num_epochs), total, progress)
         if total["skipped"]:

@@ -10,7 +10,8 @@ import importlib
 import os
 
 __version__ = "0.1.0"
-__all__ = ["errors", "records", "dfutil", "TFCluster", "TFNode", "data", "node", "__version__"]
+__all__ = ["errors", "records", "dfutil", "TFCluster", "TFNode", "data", "node", "jvm",
+           "__version__"]
 
 
 def __getattr__(name):

@@ -29,25 +29,11 @@ MAX_PICKLED_BYTES = 8 << 20
 
 
 def _node_failure(meta: dict, executor_id: int) -> str | None:
-    """The coordinator's account of a node that ended, if it did."""
-    import json
-
+    """The coordinator's account of a node that ended, if it did: None while it runs, ""
+    when it finished cleanly, else why it is gone (sparktf/node/feed_task.h)."""
     from sparktf import _native
 
-    try:
-        status = json.loads(_native.get_status(meta["coordinator"], meta["token"], 10.0))
-    except errors.SparktfError:
-        return "the cluster's coordinator is gone (the cluster was shut down or aborted)"
-    if status.get("aborted"):  # the first failure, not this node's stop
-        return "the cluster was aborted: " + status.get("abort_reason", "")
-    for n in status["nodes"]:
-        if (n["executor_id"] == executor_id and n["phase"] == "exited" and not n["exit_code"]
-                and not n["signal"]):
-            return ""  # it finished cleanly: it reads no more
-        if n["executor_id"] == executor_id and n["phase"] in ("exited", "lost"):
-            return (f"it {n['phase']} (exit code {n['exit_code']}, signal {n['signal']})"
-                    + (f":\n{n['traceback']}" if n["traceback"] else ""))
-    return None
+    return _native.node_failure(meta["coordinator"], meta["token"], executor_id, 10.0)
 
 
 def _target(meta: dict, index: int) -> dict:

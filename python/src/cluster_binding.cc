@@ -1,6 +1,7 @@
 // sparktf._native cluster API: the coordinator (driver side) and a barrier
 // call for node processes.
 #include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -13,6 +14,7 @@
 #include "sparktf/cluster/coordinator.h"
 #include "sparktf/cluster/status_table.h"
 #include "sparktf/common/net.h"
+#include "sparktf/node/feed_task.h"
 
 namespace sparktf::python {
 namespace {
@@ -158,35 +160,28 @@ void InitCluster(nb::module_& m) {
      nb::arg("count") = 0, nb::arg("timeout") = 600.0, nb::arg("generation") = 0);
 
   // (executor id, host): the node that partition `partition` of feeding job `feed` goes
-  // to, chosen by the coordinator for this task's host (docs/protocol.md, FEED_ASSIGN),
-  // and that host: the address this process reaches the coordinator from, bound to
-  // SPARK_LOCAL_IP when set, as the node agents of this host registered theirs.
+  // to, and this task's host (sparktf/node/feed_task.h, AssignFeedTarget).
   m.def("feed_assign", [](const std::string& address, const std::string& token, uint64_t feed,
                           int64_t partition, int64_t partitions, int generation,
                           double timeout) {
     Result<std::pair<int, std::string>> r = [&]() -> Result<std::pair<int, std::string>> {
       nb::gil_scoped_release release;
       ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(address));
-      const char* local_ip = std::getenv("SPARK_LOCAL_IP");
-      ASSIGN_OR_RETURN(Connection conn,
-                       Connection::Open(hp, token, Ms(timeout), local_ip ? local_ip : ""));
-      const std::string host = LocalAddress(conn.fd());
-      const std::string request =
-          nlohmann::json{{"feed", feed}, {"partition", partition}, {"partitions", partitions},
-                         {"host", host}, {"generation", generation}}
-              .dump();
-      ASSIGN_OR_RETURN(Frame f, conn.Call(MessageType::kFeedAssign, request,
-                                          MessageType::kFeedTarget, Ms(timeout)));
-      const auto reply = nlohmann::json::parse(f.payload, nullptr, false);
-      if (!reply.is_object() || !reply.contains("executor_id") ||
-          !reply["executor_id"].is_number_integer()) {
-        return Status::Internal("FEED_TARGET without an executor_id: " + f.payload);
-      }
-      return std::make_pair(reply["executor_id"].get<int>(), host);
+      return node::AssignFeedTarget(hp, token, feed, partition, partitions, generation,
+                                    Ms(timeout));
     }();
     return ValueOrThrow(std::move(r));
   }, nb::arg("address"), nb::arg("token"), nb::arg("feed"), nb::arg("partition"),
      nb::arg("partitions"), nb::arg("generation") = 0, nb::arg("timeout") = 30.0);
+
+  // Why node `executor_id` is gone after a feed to it failed: None while it runs, "" when
+  // it finished cleanly, else the reason (sparktf/node/feed_task.h, NodeFailure).
+  m.def("node_failure", [](const std::string& address, const std::string& token,
+                           int executor_id, double timeout) -> std::optional<std::string> {
+    HostPort hp = ValueOrThrow(ParseHostPort(address));
+    nb::gil_scoped_release release;
+    return node::NodeFailure(hp, token, executor_id, Ms(timeout));
+  }, nb::arg("address"), nb::arg("token"), nb::arg("executor_id"), nb::arg("timeout") = 10.0);
 
   m.def("get_status", [](const std::string& address, const std::string& token, double timeout) {
     Result<std::string> r = [&]() -> Result<std::string> {

@@ -1,0 +1,87 @@
+// A feeding task's side of InputMode.SPARK, shared by its two runners: the PySpark
+// feeding tasks (python/sparktf/feeding.py, through sparktf._native) and the JVM
+// feeder (jvm/, through libsparktf_jni): which node a partition goes to, why a node
+// is gone, and a DataFrame partition's Arrow batches pushed to that node.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "sparktf/common/net.h"
+#include "sparktf/feed/arrow_feed.h"
+#include "sparktf/node/feed_service.h"
+
+namespace sparktf::node {
+
+// (executor id, host): the node that partition `partition` of feeding job `feed`
+// (of `partitions`) goes to, chosen by the coordinator for this task's host
+// (docs/protocol.md, FEED_ASSIGN), and that host: the address this process reaches
+// the coordinator from, bound to SPARK_LOCAL_IP when set.
+Result<std::pair<int, std::string>> AssignFeedTarget(const HostPort& coordinator,
+                                                     const std::string& token, uint64_t feed,
+                                                     int64_t partition, int64_t partitions,
+                                                     int generation,
+                                                     std::chrono::milliseconds timeout);
+
+// The coordinator's account of node `executor_id` after a feed to it failed:
+// nullopt while it runs (or nothing is known), "" when it finished cleanly (it reads no
+// more: skip its rows), else why it is gone (the cluster was aborted, it exited or was
+// lost, with its traceback; the coordinator is unreachable).
+std::optional<std::string> NodeFailure(const HostPort& coordinator, const std::string& token,
+                                       int executor_id, std::chrono::milliseconds timeout);
+
+// What a feeding job's tasks know (TFCluster._feed_meta as JSON; keys there).
+struct FeedJob {
+  struct Target {
+    int executor_id = 0;
+    std::string host;
+    int feed_port = 0;
+    int feed_index = 0;
+    std::string job_name;
+    int task_index = 0;
+  };
+  std::string cluster_id, token, qname, coordinator;
+  uint64_t feed_id = 0;
+  std::chrono::milliseconds timeout{600000};
+  std::vector<Target> targets;
+  int generation = 0;
+  int64_t partitions = 0;   // 0: placement by modulo
+  bool modulo = false;      // placement "modulo": partition i -> targets[i mod W]
+  bool force_tcp = false;   // transport "tcp"
+  static Result<FeedJob> Parse(std::string_view json);
+};
+
+// One DataFrame partition fed from Arrow record batches (the JVM feeder's task).
+class ArrowPartitionFeed {
+ public:
+  // Chooses the partition's node and opens its session. When that node has finished
+  // reading, the feed is open but stopped(): its rows are skipped. Errors name the
+  // partition and node.
+  static Result<std::unique_ptr<ArrowPartitionFeed>> Open(const FeedJob& job, int64_t partition);
+  // Pushes every row of `batch`; returns how many were pushed (fewer once the consumer
+  // stopped reading on purpose: then stopped() and the rest is skipped).
+  Result<uint64_t> Push(const ArrowSchema& schema, const ArrowArray& batch);
+  Status Finish();
+  bool stopped() const { return stopped_; }
+  bool local() const { return session_ && session_->local(); }
+  int feed_index() const { return target_.feed_index; }
+
+ private:
+  ArrowPartitionFeed(int64_t partition, FeedJob::Target target)
+      : partition_(partition), target_(std::move(target)) {}
+  Status WithNode(const Status& st) const;
+
+  int64_t partition_;
+  FeedJob::Target target_;
+  std::unique_ptr<FeedSession> session_;  // null when the node had stopped reading
+  bool stopped_ = false;                  // the node reads no more: skip the rest
+  feed::ArrowFeeder feeder_;
+};
+
+}  // namespace sparktf::node
