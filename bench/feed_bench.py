@@ -200,9 +200,12 @@ def worker(framework, width, rows_wanted, kind):
     from pyspark.sql import SparkSession
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    spark = (SparkSession.builder.master("local-cluster[2,1,2048]")
-             .config("spark.ui.enabled", "false").config("spark.driver.memory", "2g")
-             .getOrCreate())
+    builder = (SparkSession.builder.master("local-cluster[2,1,2048]")
+               .config("spark.ui.enabled", "false").config("spark.driver.memory", "2g"))
+    if framework.startswith("sparktf"):  # with the JVM feeder's jar, as README's session
+        from sparktf import jvm
+        builder = builder.config("spark.jars", jvm.jar_path())
+    spark = builder.getOrCreate()
     sc = spark.sparkContext
     sc.setLogLevel("ERROR")
     frame = kind.startswith("df-")
@@ -251,8 +254,12 @@ def worker(framework, width, rows_wanted, kind):
     else:
         per_node = n  # half of each pass, twice (sparktf: 4 of the 8 partitions each); TFoS
         # feeds where its tasks run
-        if framework == "sparktf":
+        feeder = {}
+        if framework.startswith("sparktf"):
             from sparktf import TFCluster
+            # "sparktf": the default (DataFrames: the JVM feeder); "sparktf-python": the
+            # DataFrame through mapInArrow and PySpark's Python workers
+            feeder = {"feeder": "python"} if framework == "sparktf-python" else {}
             cluster = TFCluster.run(sc, sparktf_consumer,
                                     {"out": out, "expect": per_node, "mapping": mapping}, 2,
                                     input_mode=TFCluster.InputMode.SPARK)
@@ -261,16 +268,19 @@ def worker(framework, width, rows_wanted, kind):
             cluster = TFCluster.run(sc, tfos_consumer, {"out": out, "expect": 2 * n + 1}, 2,
                                     num_ps=0, input_mode=TFCluster.InputMode.SPARK)
             data = data.rdd if frame else data
-        cluster.train(data, num_epochs=1)
+        cluster.train(data, num_epochs=1, **feeder)
         t0 = time.time()
-        cluster.train(data, num_epochs=1)
+        stats = cluster.train(data, num_epochs=1, **feeder)
+        if frame and framework == "sparktf":
+            assert stats["feeder"] == "jvm", stats
         t_train = time.time() - t0
         cluster.shutdown()
         got = [json.load(open(os.path.join(out, f))) for f in os.listdir(out)]
         assert sum(g["rows"] for g in got) == 2 * n, got
         result = {"seconds": max(g["end"] for g in got) - t0, "rows": n,
                   "peak_kb": max(g["peak_kb"] for g in got), "train_call": t_train,
-                  "growth_kb": max(g["peak_kb"] - g["base_kb"] for g in got)}
+                  "growth_kb": max(g["peak_kb"] - g["base_kb"] for g in got),
+                  "feeder": stats.get("feeder") if framework != "tfos" else None}
     spark.stop()
     print("RESULT " + json.dumps(result), flush=True)
 
@@ -295,7 +305,8 @@ def main():
                     default=os.path.join(ROOT, ".venv-petastorm", "bin", "python"))
     ap.add_argument("--only", choices=list(SHAPES), default=None)
     ap.add_argument("--sides", default=None,
-                    help="comma-separated subset of spark,sparktf,tfos,jvm-arrow,petastorm")
+                    help="comma-separated subset of spark,sparktf,sparktf-python,tfos,"
+                         "jvm-arrow,petastorm")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--width", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--rows", type=int, help=argparse.SUPPRESS)
@@ -309,9 +320,11 @@ def main():
         worker(args.worker, args.width, args.rows, args.kind)
         return
     pythons = {"spark": sys.executable, "sparktf": sys.executable, "tfos": args.tfos_python}
-    frame_only = {"jvm-arrow": sys.executable, "petastorm": args.petastorm_python}
+    frame_only = {"sparktf-python": sys.executable, "jvm-arrow": sys.executable,
+                  "petastorm": args.petastorm_python}
     names = {"spark": "Spark alone iterating the partitions (DataFrames: mapInArrow)",
-             "sparktf": "sparktf",
+             "sparktf": "sparktf (DataFrames: the JVM feeder, the default with its jar)",
+             "sparktf-python": "sparktf, feeder=\"python\" (mapInArrow, Python workers)",
              "tfos": "TensorFlowOnSpark 2.2.5",
              "jvm-arrow": "bound of a JVM feeder: the executors making Arrow batches "
                           "(toArrowBatchRdd), no Python",
@@ -345,7 +358,7 @@ def main():
                  f"medians of {args.rounds} runs",
                  "| | rows/s (median) | min | max | peak node memory |", "|---|---|---|---|---|"]
         for k in rates:
-            mem = (f"{statistics.median(peaks[k]):,.0f} MiB" if k in ("sparktf", "tfos", "petastorm", "petastorm-read")
+            mem = (f"{statistics.median(peaks[k]):,.0f} MiB" if k in ("sparktf", "sparktf-python", "tfos", "petastorm", "petastorm-read")
                    else "")
             lines.append(f"| {names[k]} | {med[k]:,.0f} | {min(rates[k]):,.0f} | "
                          f"{max(rates[k]):,.0f} | {mem} |")
@@ -364,9 +377,14 @@ def main():
                          f"end (target 3x), **{med['sparktf'] / med['petastorm-read']:.1f}x** "
                          f"against its reading alone; per run: " + ", ".join(
                              f"{a / b:.1f}x" for a, b in zip(rates["sparktf"], rates["petastorm"])))
+        if "sparktf-python" in med:
+            lines.append(f"JVM feeder / Python feeder: "
+                         f"**{med['sparktf'] / med['sparktf-python']:.2f}**; per run: " + ", ".join(
+                             f"{a / b:.2f}" for a, b in zip(rates["sparktf"],
+                                                             rates["sparktf-python"])))
         if "jvm-arrow" in med:
-            lines.append(f"JVM feeder bound / sparktf: **{med['jvm-arrow'] / med['sparktf']:.2f}**"
-                         f" (a JVM feeder is built only if it can reach 1.5)")
+            lines.append(f"toArrowBatchRdd().count() / sparktf: "
+                         f"**{med['jvm-arrow'] / med['sparktf']:.2f}** (the JVM side's bound)")
         tables.append("\n".join(lines))
         print(tables[-1], flush=True)
     print("\n".join(tables))

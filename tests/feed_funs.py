@@ -206,3 +206,19 @@ def reports_steps(args, ctx):
     ctx.report(step, epoch=0, force=True, batch_size=50, loss=1.0 / max(step, 1))
     with open(os.path.join(args["out"], f"steps-{ctx.executor_id}"), "w") as f:
         f.write(str(step))
+
+
+def dump_rows(args, ctx):
+    """Reads the whole feed with DataFeed.next_batch and writes every row it got, each
+    value as a list or a number, to args["out"]/rows-<executor id>.json."""
+    import numpy as np
+
+    feed = ctx.get_data_feed(train_mode=True)
+    got = []
+    while not feed.should_stop():
+        for r in feed.next_batch(args.get("batch", 100)):
+            got.append([v.tolist() if isinstance(v, np.ndarray)
+                        else list(v) if isinstance(v, (list, tuple))
+                        else v.item() if isinstance(v, np.generic) else v for v in r])
+    with open(os.path.join(args["out"], f"rows-{ctx.executor_id}.json"), "w") as f:
+        json.dump(got, f)

@@ -193,6 +193,55 @@ def test_train_from_dataframe_with_arrow(spark, tmp_path, feeder, clean_after):
 
 
 
+@pytest.mark.parametrize("feeder", ["python", "jvm"])
+def test_dataframe_of_numbers_arrives_value_for_value(spark, tmp_path, feeder, clean_after):
+    """Numbers, booleans and arrays of numbers (the JVM feeder writes these itself, with
+    one copy per array) reach the nodes row for row, compared with values numpy computes
+    from the ids; a null scalar or array element fails the feed naming its column."""
+    from pyspark.sql import functions as F
+
+    sc = spark.sparkContext
+    cluster = TFCluster.run(sc, feed_funs.dump_rows, {"out": str(tmp_path), "batch": 128}, 2,
+                            input_mode=SPARK)
+    i = F.col("id")
+    df = spark.range(0, 5000, numPartitions=4).select(
+        i, (i * 0.5).cast("float").alias("f"), (i % 3 == 0).alias("b"),
+        (i % 100).cast("tinyint").alias("t"), (i % 1000).cast("smallint").alias("s"),
+        (i * 7).cast("int").alias("n"),
+        F.array(i * 0.25, i + 1.0).cast("array<float>").alias("af"),
+        F.array(i * 1.5, -i, i + 0.5).alias("ad"),
+        F.array(i, i * 2).cast("array<int>").alias("ai"),
+        F.array(i * 3).alias("al"))
+    element_null = spark.createDataFrame([(1, [1.0, 2.0]), (2, [None, 3.0])],
+                                         "id long, a array<float>")
+    with pytest.raises(Exception, match="column 'a' has null elements; fill or drop them"):
+        cluster.train(element_null.coalesce(1), feed_timeout=60, feeder=feeder)
+    scalar_null = spark.createDataFrame([(1, 2.0), (2, None)], "id long, x double")
+    with pytest.raises(Exception, match="column 'x' has nulls; fill or drop them"):
+        cluster.train(scalar_null.coalesce(1), feed_timeout=60, feeder=feeder)
+    stats = cluster.train(df, feeder=feeder)
+    cluster.shutdown(timeout=120)
+    assert stats["rows"] == 5000 and stats["feeder"] == feeder
+    got = sorted((r for p in glob.glob(str(tmp_path / "rows-*.json")) for r in json.load(open(p))),
+                 key=lambda r: r[0])
+    ids = np.arange(5000)
+    assert [r[0] for r in got] == ids.tolist()  # every row once
+    f32 = np.float32
+    expected = {
+        1: (ids * 0.5).astype(f32).tolist(),
+        2: (ids % 3 == 0).tolist(),
+        3: (ids % 100).tolist(),
+        4: (ids % 1000).tolist(),
+        5: (ids * 7).tolist(),
+        6: np.stack([ids * 0.25, ids + 1.0], axis=1).astype(f32).tolist(),
+        7: np.stack([ids * 1.5, -ids, ids + 0.5], axis=1).tolist(),
+        8: np.stack([ids, ids * 2], axis=1).tolist(),
+        9: (ids * 3)[:, None].tolist(),
+    }
+    for column, values in expected.items():
+        assert [r[column] for r in got] == values, column
+
+
 def test_inference_results_align_with_partitions(spark, transport, clean_after):
     sc = spark.sparkContext
     cluster = TFCluster.run(sc, feed_funs.squares, {"batch": 37}, 2, input_mode=SPARK)

@@ -71,29 +71,28 @@ public final class JvmFeeder {
       long skipped = 0;
       try (BufferAllocator allocator = ArrowUtils.rootAllocator()
                .newChildAllocator("sparktf feed of partition " + partition, 0, Long.MAX_VALUE);
-           VectorSchemaRoot root = VectorSchemaRoot.create(
-               ArrowUtils.toArrowSchema(schema, timeZone, true), allocator)) {
-        ArrowWriter writer = ArrowWriter.create(root);
+           BatchWriter batch = PrimitiveBatch.supports(schema)
+               ? new PrimitiveBatch(schema, allocator, maxRows)
+               : new SparkArrowBatch(schema, timeZone, allocator)) {
         boolean stopped = NativeFeed.stopped(handle);
-        int n = 0;
         while (rows.hasNext()) {
           InternalRow row = rows.next();
           if (stopped) {
             ++skipped;
             continue;
           }
-          writer.write(row);
-          ++n;
-          if (n >= maxRows || ((n & 63) == 0 && writer.sizeInBytes() >= TARGET_BYTES)) {
-            long p = push(handle, writer, root);
+          batch.write(row);
+          int n = batch.rows();
+          if (n >= maxRows || ((n & 63) == 0 && batch.bytes() >= TARGET_BYTES)) {
+            long p = push(handle, batch);
             pushed += p;
             skipped += n - p;
             stopped = NativeFeed.stopped(handle);
-            n = 0;
           }
         }
+        int n = batch.rows();
         if (n > 0 && !stopped) {
-          long p = push(handle, writer, root);
+          long p = push(handle, batch);
           pushed += p;
           skipped += n - p;
         }
@@ -106,14 +105,11 @@ public final class JvmFeeder {
       }
     }
 
-    private static long push(long handle, ArrowWriter writer, VectorSchemaRoot root) {
-      writer.finish();
-      Description d = new Description();
-      d.add("+s", "", root.getRowCount(), 0, new long[] {0}, root.getFieldVectors().size());
-      for (FieldVector v : root.getFieldVectors()) d.describe(v);
+    private static long push(long handle, BatchWriter batch) {
+      Description d = batch.describe();
       long p = NativeFeed.push(handle, d.formats.toArray(new String[0]),
           d.names.toArray(new String[0]), toArray(d.nodes), toArray(d.buffers));
-      writer.reset();
+      batch.reset();
       return p;
     }
 
@@ -121,6 +117,72 @@ public final class JvmFeeder {
       long[] out = new long[values.size()];
       for (int i = 0; i < out.length; ++i) out[i] = values.get(i);
       return out;
+    }
+  }
+
+  /** A record batch being written from a partition's rows. */
+  interface BatchWriter extends AutoCloseable {
+    void write(InternalRow row);
+
+    int rows();
+
+    /** About how many bytes the values written take. */
+    long bytes();
+
+    /** The batch as NativeFeed.push takes it (valid until reset). */
+    Description describe();
+
+    void reset();
+
+    @Override
+    void close();
+  }
+
+  /** Any schema, through Spark's own ArrowWriter (as mapInArrow writes batches). */
+  static final class SparkArrowBatch implements BatchWriter {
+    private final VectorSchemaRoot root;
+    private final ArrowWriter writer;
+    private int rows = 0;
+
+    SparkArrowBatch(StructType schema, String timeZone, BufferAllocator allocator) {
+      root = VectorSchemaRoot.create(ArrowUtils.toArrowSchema(schema, timeZone, true), allocator);
+      writer = ArrowWriter.create(root);
+    }
+
+    @Override
+    public void write(InternalRow row) {
+      writer.write(row);
+      ++rows;
+    }
+
+    @Override
+    public int rows() {
+      return rows;
+    }
+
+    @Override
+    public long bytes() {
+      return writer.sizeInBytes();
+    }
+
+    @Override
+    public Description describe() {
+      writer.finish();
+      Description d = new Description();
+      d.add("+s", "", root.getRowCount(), 0, new long[] {0}, root.getFieldVectors().size());
+      for (FieldVector v : root.getFieldVectors()) d.describe(v);
+      return d;
+    }
+
+    @Override
+    public void reset() {
+      writer.reset();
+      rows = 0;
+    }
+
+    @Override
+    public void close() {
+      root.close();
     }
   }
 
