@@ -1,6 +1,7 @@
 """Driver of tests/test_feed_hosts.py: on a standalone cluster whose workers are two
 simulated hosts, feeds 8 partitions for 2 epochs to a 2-node InputMode.SPARK cluster
-(one node per host), once per placement given, and prints one JSON line per placement:
+(one node per host), once per placement given ("local-jvm": placement "local" of the same
+rows as a DataFrame, through the JVM feeder), and prints one JSON line per placement:
 train()'s stats (a partition fed over TCP crossed hosts), the hosts of the nodes (by feed
 index) and what each node read."""
 
@@ -25,15 +26,18 @@ def main():
     rdd = sc.parallelize(range(8), 8).flatMap(
         lambda p: [(float(p * 1000 + i), [float(i), 1.0]) for i in range(1000)]).cache()
     rdd.count()
+    df = spark.createDataFrame(rdd, "v double, a array<double>").cache()
+    df.count()
     for placement in placements:
-        os.environ["SPARKTF_FEED_PLACEMENT"] = placement
+        os.environ["SPARKTF_FEED_PLACEMENT"] = placement.removesuffix("-jvm")
+        data, feeder = (df, "jvm") if placement.endswith("-jvm") else (rdd, "auto")
         out = os.path.join(out_dir, placement)
         os.makedirs(out, exist_ok=True)
         cluster = TFCluster.run(sc, feed_funs.count_rows, {"out": out, "batch": 100}, 2,
                                 input_mode=TFCluster.InputMode.SPARK)
         nodes = sorted((n for n in cluster.status()["nodes"] if n["fed"]),
                        key=lambda n: n["feed_index"])
-        stats = cluster.train(rdd, num_epochs=2)
+        stats = cluster.train(data, num_epochs=2, feeder=feeder)
         cluster.shutdown(timeout=120)
         read = {}
         for name in os.listdir(out):

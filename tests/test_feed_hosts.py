@@ -30,11 +30,11 @@ def two_hosts(tmp_path_factory):
 def test_partitions_are_fed_on_their_own_host_in_equal_shares(two_hosts, tmp_path, capsys):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", SPARK_LOCAL_IP="127.0.0.1")
     p = subprocess.run([sys.executable, str(ROOT / "tests" / "feed_hosts_job.py"),
-                        two_hosts.master_url, str(tmp_path), "modulo,local"],
+                        two_hosts.master_url, str(tmp_path), "modulo,local,local-jvm"],
                        capture_output=True, text=True, timeout=800, env=env, cwd=tmp_path)
     results = {r["placement"]: r for r in (json.loads(line[7:]) for line in p.stdout.splitlines()
                                              if line.startswith("RESULT "))}
-    assert p.returncode == 0 and len(results) == 2, p.stdout[-3000:] + p.stderr[-6000:]
+    assert p.returncode == 0 and len(results) == 3, p.stdout[-3000:] + p.stderr[-6000:]
     crossed = {}
     for placement, r in results.items():
         stats = r["stats"]
@@ -49,8 +49,14 @@ def test_partitions_are_fed_on_their_own_host_in_equal_shares(two_hosts, tmp_pat
             assert got["sum"] == sum(p * 1000 * 1000 + 499500 for p in sent), (placement, node)
     with capsys.disabled():
         print(f"\npartitions that crossed hosts, of 16: {crossed['modulo']} with partition i ->"
-              f" node i mod 2, {crossed['local']} fed where they live")
-    local = results["local"]["stats"]
+              f" node i mod 2, {crossed['local']} fed where they live, {crossed['local-jvm']}"
+              " fed where they live by the JVM feeder")
+    assert results["local-jvm"]["stats"]["feeder"] == "jvm"
+    for local in (results["local"]["stats"], results["local-jvm"]["stats"]):
+        check_fed_where_they_live(local)
+
+
+def check_fed_where_they_live(local: dict) -> None:
     # fed where they live: none crosses while each node takes its share, 4 an epoch
     for epoch in local["placement"]:
         assert sorted(epoch) == [0, 0, 0, 0, 1, 1, 1, 1], local["placement"]

@@ -86,12 +86,15 @@ class StandaloneCluster:
 
 def driver_session(master: str, app: str, executors: int = 2, executor_memory: str = "1g"):
     """A SparkSession of a driver on 127.0.0.1 with `executors` one-core executors on the
-    standalone cluster at `master` (their PYTHONPATH this process's sys.path), returned
+    standalone cluster at `master` (their PYTHONPATH this process's sys.path, the JVM
+    feeder's jar on their classpath), returned
     once they have all registered or 120 s have passed, so that data cached next lands on
     every simulated host."""
     import sys
 
     from pyspark.sql import SparkSession
+
+    from sparktf import jvm
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
     spark = (SparkSession.builder.master(master).appName(app)
@@ -99,6 +102,7 @@ def driver_session(master: str, app: str, executors: int = 2, executor_memory: s
              .config("spark.executor.memory", executor_memory)
              .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
              .config("spark.executorEnv.PYTHONPATH", os.pathsep.join(sys.path))
+             .config("spark.jars", jvm.jar_path())
              .getOrCreate())
     sc = spark.sparkContext
     sc.setLogLevel("ERROR")
