@@ -164,13 +164,15 @@ class PyFeedSession {
     if (st.code() != StatusCode::kCancelled) ThrowIfError(st);
     return pushed;
   }
+  // A consumer that stopped reading is not an error (over TCP the agent may tell it only
+  // now, after rows that were pushed to it were skipped there).
   void Finish() {
     Status st;
     {
       nb::gil_scoped_release release;
       st = s_->Finish();
     }
-    ThrowIfError(st);
+    if (st.code() != StatusCode::kCancelled) ThrowIfError(st);
   }
   nb::list Results() {
     nb::list out;

@@ -168,6 +168,10 @@ Result<uint64_t> ArrowPartitionFeed::Push(const ArrowSchema& schema, const Arrow
 Status ArrowPartitionFeed::Finish() {
   if (!session_) return Status::OK();
   const Status st = session_->Finish();
+  if (st.code() == StatusCode::kCancelled) {  // over TCP, the agent may tell it only now
+    stopped_ = true;
+    return Status::OK();
+  }
   return st.ok() ? st : WithNode(st);
 }
 

@@ -67,6 +67,9 @@ class ArrowPartitionFeed {
   // Pushes every row of `batch`; returns how many were pushed (fewer once the consumer
   // stopped reading on purpose: then stopped() and the rest is skipped).
   Result<uint64_t> Push(const ArrowSchema& schema, const ArrowArray& batch);
+  // The partition is complete. A consumer that stopped reading is not an error (the
+  // feed is then stopped()); over TCP it may be learnt only here, after rows that Push
+  // counted went to the agent and were skipped there.
   Status Finish();
   bool stopped() const { return stopped_; }
   bool local() const { return session_ && session_->local(); }

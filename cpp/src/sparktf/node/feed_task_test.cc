@@ -140,14 +140,19 @@ TEST_P(ArrowPartitionFeedTest, AConsumerThatStoppedReadingSkipsTheRest) {
   reader.Terminate();
   Int64Batch batch(std::vector<int64_t>(100, 1));
   uint64_t pushed = 0;
-  for (int i = 0; i < 50 && !(*feed)->stopped(); ++i) {  // TCP: the agent learns it first
+  for (int i = 0; i < 50 && !(*feed)->stopped(); ++i) {
     auto p = (*feed)->Push(batch.schema, batch.array);
     ASSERT_TRUE(p.ok()) << p.status().ToString();
     pushed += *p;
   }
+  // Shared memory: the first push is refused. TCP: the batches may all wait in the
+  // socket's buffers, and the agent's answer comes at the end.
+  if (GetParam()) {
+    EXPECT_EQ(pushed, 0u);
+  }
+  const Status finished = (*feed)->Finish();
+  EXPECT_TRUE(finished.ok()) << finished.ToString();
   EXPECT_TRUE((*feed)->stopped());
-  EXPECT_LT(pushed, 5000u);
-  EXPECT_TRUE((*feed)->Finish().ok());
 }
 
 TEST_P(ArrowPartitionFeedTest, ANullNamesTheColumnAndThePartitionsNode) {
