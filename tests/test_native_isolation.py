@@ -54,3 +54,24 @@ def test_links_no_protobuf_grpc_or_abseil():
                                text=True, check=True).stdout
     for marker in ("google8protobuf", "absl", "grpc"):
         assert marker not in undefined
+
+
+def test_the_feeders_jar_carries_a_jni_library_exporting_only_its_entry_points(tmp_path):
+    """The JVM feeder's jar holds its classes and libsparktf_jni.so, which exports the
+    native methods of io.sparktf.NativeFeed and nothing else (it shares the executor's
+    JVM with whatever else the job loads)."""
+    import zipfile
+
+    from sparktf import jvm
+
+    with zipfile.ZipFile(jvm.jar_path()) as jar:
+        names = set(jar.namelist())
+        assert {"io/sparktf/JvmFeeder.class", "io/sparktf/NativeFeed.class",
+                "io/sparktf/PrimitiveBatch.class"} <= names, sorted(names)
+        lib = tmp_path / "libsparktf_jni.so"
+        lib.write_bytes(jar.read("io/sparktf/native/libsparktf_jni.so"))
+    out = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True,
+                         text=True, check=True).stdout
+    symbols = sorted(line.split()[-1] for line in out.splitlines() if line.strip())
+    assert symbols == sorted(f"Java_io_sparktf_NativeFeed_{m}" for m in (
+        "open", "push", "finish", "stopped", "local", "feedIndex", "close"))
