@@ -147,13 +147,36 @@ void FeedServer::AcceptLoop() {
   }
 }
 
+namespace {
+
+// After an ERROR frame: half-closes and reads what the task still sends (its FEED_DATA in
+// flight) until it closes or for at most 2 s, so that the close is not a reset, which
+// would discard the ERROR frame from the task's receive buffer before it read it.
+void LingerForReason(int fd) {
+  ::shutdown(fd, SHUT_WR);
+  const auto deadline = Clock::now() + std::chrono::seconds(2);
+  char scratch[64 * 1024];
+  while (Clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) < 0 && errno != EINTR) return;
+    if (!(p.revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    const ssize_t n = ::recv(fd, scratch, sizeof(scratch), MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return;
+  }
+}
+
+}  // namespace
+
 void FeedServer::Serve(UniqueFd fd, bool local) {
   const int raw = fd.get();
   HostPort peer{local ? "local task" : "remote task", 0};
   auto conn = Connection::Accept(std::move(fd), peer, o_.token, cluster::kDefaultHelloTimeout);
   if (conn.ok()) {
     Status st = Session(*conn, local);
-    if (!st.ok()) (void)conn->Send(MessageType::kError, cluster::ErrorPayload(st));
+    if (!st.ok()) {
+      (void)conn->Send(MessageType::kError, cluster::ErrorPayload(st));
+      LingerForReason(raw);
+    }
   }
   std::lock_guard<std::mutex> lock(mu_);
   open_fds_.erase(std::remove(open_fds_.begin(), open_fds_.end(), raw), open_fds_.end());
@@ -355,7 +378,9 @@ Status FeedSession::Push(feed::MessageParts batch) {
   if (local_feed_) {
     RETURN_NOT_OK(local_feed_->Push(batch, timeout_));
   } else {
-    RETURN_NOT_OK(SendFrame(MessageType::kFeedData, batch));
+    RETURN_NOT_OK(ended_);
+    ended_ = SendFrame(MessageType::kFeedData, batch);
+    RETURN_NOT_OK(ended_);
   }
   rows_pushed_ += rows;
   return Status::OK();
@@ -367,6 +392,7 @@ Status FeedSession::Finish() {
     for (auto& r : local_feed_->TakeResults()) results_.push_back(std::move(r));
     return conn_.Call(MessageType::kFeedEnd, "{}", MessageType::kFeedDone, timeout_).status();
   }
+  RETURN_NOT_OK(ended_);  // the agent ended the session (e.g. Cancelled): nothing to end
   RETURN_NOT_OK(SendFrame(MessageType::kFeedEnd, "{}"));
   bool done = false;
   auto deadline = Clock::now() + timeout_;

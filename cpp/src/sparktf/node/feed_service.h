@@ -124,6 +124,7 @@ class FeedSession {
   std::unique_ptr<feed::PartitionFeed> local_feed_;
   std::vector<std::string> results_;
   uint64_t rows_pushed_ = 0;
+  Status ended_;  // remote: why the agent ended the session (its ERROR), once it did
 };
 
 // Tells a node that no more data will come on `queue` (its ring's input is
