@@ -6,8 +6,8 @@ tf.data.Dataset.from_tensor_slices (the ceiling: no feed at all).
 Same machine, same run: a small MLP (784 -> 128 -> 10, Adam, sparse categorical
 cross-entropy), batches of 256, `--rows` rows of 784 float32 values and an int label
 (a cached DataFrame with an array<float> column, made in the JVM, 8 partitions). sparktf
-runs one node on local-cluster[2,1,2048] (the executors feed it while it trains, on the
-same 2 cores); the baseline runs in a plain Python process with the same threads.
+runs one node on local-cluster[2,1,2048] (the executors feed it through the JVM feeder
+while it trains, on the same 2 cores); the baseline runs in a plain Python process with the same threads.
 Each side runs in a fresh process per round, rounds interleaved; steps/s is measured
 by a Keras callback from the end of the first 20 steps (TensorFlow's tracing and the
 first batches) to the last step. Input stall: the share of the node's time in
@@ -100,12 +100,12 @@ def run_sparktf(rows: int, pin: bool) -> dict:
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    from sparktf import TFCluster
+    from sparktf import TFCluster, jvm
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
     spark = (SparkSession.builder.master("local-cluster[2,1,2048]")
              .config("spark.ui.enabled", "false").config("spark.driver.memory", "2g")
-             .getOrCreate())
+             .config("spark.jars", jvm.jar_path()).getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     values = [F.rand(i).cast("float") for i in range(WIDTH)]
     df = spark.range(rows, numPartitions=PARTITIONS).select(
@@ -114,9 +114,10 @@ def run_sparktf(rows: int, pin: bool) -> dict:
     out = tempfile.mkdtemp()
     cluster = TFCluster.run(spark.sparkContext, node_fun, {"out": out, "pin": pin}, 1,
                             input_mode=TFCluster.InputMode.SPARK)
-    cluster.train(df, num_epochs=1)
+    stats = cluster.train(df, num_epochs=1)
     cluster.shutdown(timeout=300)
     spark.stop()
+    assert stats["feeder"] == "jvm", stats
     return json.load(open(os.path.join(out, "result.json")))
 
 

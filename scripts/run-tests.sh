@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets everything up, then runs every test: the C++ suite (CTest/GoogleTest)
-# built plain, with AddressSanitizer and UndefinedBehaviorSanitizer (one build) and with
+# built with AddressSanitizer and UndefinedBehaviorSanitizer (one build; the same
+# -Wall -Wextra -Werror as a plain build, whose tests it also runs) and with
 # ThreadSanitizer (the coordinator, agent, feed and status server run threads), a
 # short libFuzzer run of each fuzz target, and the pytest suite (TensorFlow and
 # a local-cluster Spark included; HDFS from Hadoop's minicluster and S3 from moto,
@@ -10,19 +11,21 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 
-for preset in debug asan-ubsan tsan; do
-  echo "== C++ tests: $preset"
+phase() { echo "== $1 (at $((SECONDS / 60)) min $((SECONDS % 60)) s)"; }
+
+for preset in asan-ubsan tsan; do
+  phase "C++ tests: $preset"
   cmake --preset "$preset" >/dev/null
   cmake --build --preset "$preset"
   ctest --preset "$preset" --no-tests=error -j2
 done
 
-echo "== fuzz smoke run"
+phase "fuzz smoke run"
 bash scripts/fuzz.sh "${SPARKTF_FUZZ_SECONDS:-10}"
 
-echo "== Hadoop minicluster jars (Maven Central, cached in build/)"
+phase "Hadoop minicluster jars (Maven Central, cached in build/)"
 .venv/bin/python scripts/minicluster.py fetch
 
-echo "== Python tests"
+phase "Python tests"
 # pytest exits 5 when it collected no test, which fails this script too.
 .venv/bin/python -m pytest tests -q -p no:cacheprovider --timeout=600 --durations=30 "$@"

@@ -13,6 +13,20 @@ import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+# Each test's time (setup, call and teardown), written as the run goes so that a run cut
+# short still shows where its time went: build/test-durations.tsv.
+DURATIONS = Path(__file__).resolve().parent.parent / "build" / "test-durations.tsv"
+
+
+def pytest_sessionstart(session):
+    DURATIONS.parent.mkdir(parents=True, exist_ok=True)
+    DURATIONS.write_text("seconds\tphase\toutcome\ttest\n")
+
+
+def pytest_runtest_logreport(report):
+    with DURATIONS.open("a") as f:
+        f.write(f"{report.duration:.1f}\t{report.when}\t{report.outcome}\t{report.nodeid}\n")
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
