@@ -75,3 +75,18 @@ def test_the_feeders_jar_carries_a_jni_library_exporting_only_its_entry_points(t
     symbols = sorted(line.split()[-1] for line in out.splitlines() if line.strip())
     assert symbols == sorted(f"Java_io_sparktf_NativeFeed_{m}" for m in (
         "open", "push", "finish", "stopped", "local", "feedIndex", "close"))
+
+
+def test_the_feed_op_library_exports_nothing_and_needs_only_tensorflows_c_api():
+    """libsparktf_tf_ops.so registers its op from a static initializer: it exports no
+    symbol, and what it needs from TensorFlow is C API functions (TF_*), no C++ ABI."""
+    lib = os.path.join(os.path.dirname(sparktf.__file__), "libsparktf_tf_ops.so")
+    defined = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True,
+                             text=True, check=True).stdout
+    assert [line for line in defined.splitlines() if line.strip()] == []
+    undefined = subprocess.run(["nm", "-D", "--undefined-only", lib], capture_output=True,
+                               text=True, check=True).stdout.split()
+    from_tf = {s for s in undefined if s.startswith("TF_")}
+    assert {"TF_RegisterOpDefinition", "TF_AllocateOutput", "TF_RegisterKernelBuilder"} <= from_tf
+    for marker in ("tensorflow", "google8protobuf", "absl"):
+        assert not [s for s in undefined if marker in s], undefined

@@ -25,6 +25,8 @@ import traceback
 from sparktf import errors
 
 DEFAULT_FEED_TIMEOUT = 600.0
+# Batches ctx.dataset reads ahead, on a thread of tf.data, while the model trains.
+DATASET_PREFETCH = 2
 FEED_RING_CAPACITY = 64 << 20
 _OUTPUT_QUEUES = ("output", "error")  # TFoS queue names that carry no input
 
@@ -362,14 +364,35 @@ class NodeContext:
             by_name = {n: spec(d, shp) for n, d, shp in schema}
             output_signature = shape_out(by_name)
 
-        def batches():
-            while True:
-                got = reader.next_columns(batch_size, True, timeout)
-                if got is None:
-                    return
-                yield shape_out(got[1])
+        ops = _feed_ops() if schema and all(d != "bytes" for _, d, _ in schema) else None
+        if ops is not None:  # the feed's columns straight into tensors, in C++
+            source, next_fn = reader.tf_source()
+            dtypes = [tf.as_dtype(np.dtype(d)) for _, d, _ in schema]
+            shapes = [(batch_size,) + tuple(shp) for _, _, shp in schema]
 
-        ds = tf.data.Dataset.from_generator(batches, output_signature=output_signature)
+            def next_batch(_):
+                ok, values = ops.sparktf_feed_next(
+                    source=source, next_fn=next_fn, batch_size=batch_size,
+                    timeout_ms=int(timeout * 1000), dtypes=dtypes,
+                    row_ranks=[len(shp) for _, _, shp in schema],
+                    row_dims=[d for _, _, shp in schema for d in shp])
+                for value, shape in zip(values, shapes):
+                    value.set_shape(shape)  # the end's empty values are dropped next
+                return ok, tuple(values)
+
+            ds = (tf.data.Dataset.from_tensors(0).repeat().map(next_batch)
+                  .take_while(lambda ok, values: ok)
+                  .map(lambda ok, values: shape_out(dict(zip(names, values))))
+                  .prefetch(DATASET_PREFETCH))
+        else:  # bytes columns, or no op library: a Python generator
+            def batches():
+                while True:
+                    got = reader.next_columns(batch_size, True, timeout)
+                    if got is None:
+                        return
+                    yield shape_out(got[1])
+
+            ds = tf.data.Dataset.from_generator(batches, output_signature=output_signature)
         options = tf.data.Options()
         options.experimental_distribute.auto_shard_policy = (
             tf.data.experimental.AutoShardPolicy.OFF)
@@ -378,6 +401,20 @@ class NodeContext:
     def __repr__(self) -> str:
         return (f"NodeContext(executor_id={self.executor_id}, job_name={self.job_name!r}, "
                 f"task_index={self.task_index}, num_workers={self.num_workers})")
+
+
+_FEED_OPS = []
+
+
+def _feed_ops():
+    """The op library of ctx.dataset (libsparktf_tf_ops.so, built with the wheel when
+    TensorFlow's C headers were there), loaded once; None without it."""
+    if not _FEED_OPS:
+        import tensorflow as tf
+
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libsparktf_tf_ops.so")
+        _FEED_OPS.append(tf.load_op_library(path) if os.path.isfile(path) else None)
+    return _FEED_OPS[0]
 
 
 def export_saved_model(model, export_dir: str, is_chief: bool,

@@ -4,9 +4,13 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
+#include <cstring>
+
 #include "bindings.h"
 #include "sparktf/feed/consumer.h"
 #include "sparktf/node/feed_service.h"
+#include "tf_feed_source.h"
 
 namespace sparktf::python {
 namespace {
@@ -16,6 +20,44 @@ using node::FeedSession;
 using node::FeedTarget;
 
 nb::bytes ToBytes(const std::string& s) { return nb::bytes(s.data(), s.size()); }
+
+// What the TensorFlow op SparktfFeedNext reads (tf_feed_source.h). It outlives the
+// reader on purpose: a dataset may still hold its address after close(), and then
+// gets FailedPrecondition-like errors instead of a dangling pointer.
+struct TfFeedSource {
+  std::weak_ptr<FeedReader> reader;
+};
+
+int32_t TfFeedNext(void* source, uint64_t rows, int64_t timeout_ms, void* sink,
+                   SparktfFeedEmit emit, char* error, size_t error_size) {
+  auto fail = [&](const Status& st) {
+    const std::string& m = st.message();
+    const size_t n = std::min(m.size(), error_size - 1);
+    std::memcpy(error, m.data(), n);
+    error[n] = '\0';
+    return -static_cast<int32_t>(st.code());
+  };
+  std::shared_ptr<FeedReader> reader = static_cast<TfFeedSource*>(source)->reader.lock();
+  if (!reader) return fail(Status::InvalidArgument("the feed is closed"));
+  auto got = reader->NextSlice(rows, true, std::chrono::milliseconds(timeout_ms));
+  if (!got.ok()) return fail(got.status());
+  if (!*got) return 0;
+  const BatchSlice& slice = **got;
+  for (size_t k = 0; k < slice.columns.size(); ++k) {
+    const ColumnView& c = slice.columns[k];
+    if (c.type == ColumnType::kBytes) {
+      return fail(Status::InvalidArgument("column '" + c.name + "' holds bytes, which the "
+                                          "feed op does not read"));
+    }
+    std::vector<uint64_t> dims = c.dims;
+    dims[0] = slice.rows;
+    const std::string_view values = SliceValues(slice, k);
+    const SparktfFeedColumn column{static_cast<int32_t>(c.type), static_cast<int32_t>(dims.size()),
+                                   dims.data(), values.data(), values.size()};
+    emit(sink, static_cast<int32_t>(k), &column);
+  }
+  return 1;
+}
 
 class PyFeedReader {
  public:
@@ -31,7 +73,7 @@ class PyFeedReader {
       sync = node::MakeLockstepSync(addr, token, executor_id, queue, std::chrono::seconds(30),
                                     generation);
     }
-    r_ = std::make_unique<FeedReader>(std::move(ring), std::move(sync));
+    r_ = std::make_shared<FeedReader>(std::move(ring), std::move(sync));
   }
   // The next batch, decoded: (rows, {name: numpy array}), or None at the end
   // of the feed.
@@ -79,6 +121,13 @@ class PyFeedReader {
   }
   void Fail(const std::string& reason) { Live()->Fail(reason); }
   void Close() { r_.reset(); }
+  // (source, next_fn) addresses for the op SparktfFeedNext (tf_feed_source.h).
+  nb::tuple TfSource() {
+    Live();
+    if (!tf_source_) tf_source_ = new TfFeedSource{r_};  // never freed: see TfFeedSource
+    return nb::make_tuple(reinterpret_cast<uintptr_t>(tf_source_),
+                          reinterpret_cast<uintptr_t>(&TfFeedNext));
+  }
   nb::dict Progress() {
     const FeedProgress p = Live()->progress();
     nb::dict d;
@@ -99,7 +148,8 @@ class PyFeedReader {
     if (!r_) throw StatusError(Status::InvalidArgument("the feed is closed"));
     return r_.get();
   }
-  std::unique_ptr<FeedReader> r_;
+  std::shared_ptr<FeedReader> r_;
+  TfFeedSource* tf_source_ = nullptr;
 };
 
 FeedTarget Target(const std::string& cluster_id, int executor_id, const std::string& host, int port,
@@ -204,6 +254,7 @@ void InitFeedService(nb::module_& m) {
       .def("terminate", &PyFeedReader::Terminate)
       .def("fail", &PyFeedReader::Fail, nb::arg("reason"))
       .def("close", &PyFeedReader::Close)
+      .def("tf_source", &PyFeedReader::TfSource)
       .def("progress", &PyFeedReader::Progress);
 
   nb::class_<PyFeedSession>(m, "FeedSession")

@@ -1,0 +1,103 @@
+"""ctx.dataset on a real feed (a FeedReader and its ring in this process, no Spark): the
+columns reach TensorFlow through the op SparktfFeedNext (libsparktf_tf_ops.so) value for
+value, in order, in exact batches; bytes columns through a Python generator; errors of
+the feed surface as TensorFlow errors with the feed's message."""
+
+import os
+import time
+import types
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from sparktf import _native, node
+
+pytestmark = pytest.mark.tensorflow
+
+
+def make_feed(tag, batches, rows=1000, with_bytes=False, close=True):
+    name = f"/sparktf-pytest-ds-{tag}-{os.getpid()}"
+    reader = _native.FeedReader(name, 64 << 20)
+    ring = _native.Ring.attach(name)
+    for b in range(batches):
+        ids = np.arange(b * rows, (b + 1) * rows, dtype=np.int64)
+        columns = {"x": (ids[:, None] * 4 + np.arange(4)).astype(np.float32),
+                   "label": ids, "flag": ids % 3 == 0,
+                   "u": (ids[:, None, None] + np.arange(6).reshape(2, 3)).astype(np.uint8),
+                   "d": ids.astype(np.float64) / 7}
+        if with_bytes:
+            columns["s"] = [str(i).encode() for i in ids]
+        ring.push(_native.encode_batch(columns))
+    if close:
+        ring.close_input()
+    ctx = types.SimpleNamespace(_feed=lambda q: reader, job_name="worker", task_index=0)
+    return reader, ctx, ring
+
+
+def graph_ops(ds):
+    """The dataset's serialized graph (names every op in it)."""
+    return tf.raw_ops.DatasetToGraphV2(input_dataset=ds._variant_tensor).numpy()
+
+
+def check_values(batch, first):
+    ids = np.arange(first, first + 256)
+    np.testing.assert_array_equal(batch["y"].numpy(), ids)
+    np.testing.assert_array_equal(batch["features"].numpy(),
+                                  (ids[:, None] * 4 + np.arange(4)).astype(np.float32))
+    np.testing.assert_array_equal(batch["flag"].numpy(), ids % 3 == 0)
+    np.testing.assert_array_equal(batch["u"].numpy(),
+                                  (ids[:, None, None] + np.arange(6).reshape(2, 3)).astype(np.uint8))
+    np.testing.assert_array_equal(batch["d"].numpy(), ids.astype(np.float64) / 7)
+
+
+MAPPING = {"x": "features", "label": "y", "flag": "flag", "u": "u", "d": "d"}
+
+
+def test_the_feed_reaches_tensorflow_through_the_op_value_for_value():
+    reader, ctx, _ = make_feed("op", 12)
+    ds = node.NodeContext.dataset(ctx, 256, input_mapping=MAPPING)
+    assert b"SparktfFeedNext" in graph_ops(ds) and b"PyFunc" not in graph_ops(ds)
+    assert ds.element_spec["features"].shape == (256, 4)
+    assert ds.element_spec["u"].shape == (256, 2, 3) and ds.element_spec["u"].dtype == tf.uint8
+    got = list(ds)
+    assert len(got) == 46  # 12,000 rows in batches of exactly 256
+    for i, batch in enumerate(got):
+        check_values(batch, i * 256)
+    p = reader.progress()
+    assert (p["consumed"], p["dropped"], p["finished"]) == (46 * 256, 12000 - 46 * 256, True)
+    reader.close()
+
+
+def test_a_bytes_column_goes_through_a_python_generator_with_the_same_values():
+    reader, ctx, _ = make_feed("bytes", 2, with_bytes=True)
+    ds = node.NodeContext.dataset(ctx, 256, input_mapping=dict(MAPPING, s="s"))
+    assert b"SparktfFeedNext" not in graph_ops(ds)
+    got = list(ds)
+    assert len(got) == 7
+    for i, batch in enumerate(got):
+        check_values(batch, i * 256)
+        assert [v.decode() for v in batch["s"].numpy()] == [str(i * 256 + k) for k in range(256)]
+    reader.close()
+
+
+def test_no_data_for_the_timeout_is_an_error_naming_it():
+    reader, ctx, ring = make_feed("timeout", 1, close=False)
+    ds = node.NodeContext.dataset(ctx, 256, input_mapping=MAPPING, timeout=1.0)
+    it = iter(ds)
+    for i in range(3):
+        check_values(next(it), i * 256)
+    t = time.monotonic()
+    with pytest.raises(tf.errors.DeadlineExceededError, match="no data in the feed for 1 s"):
+        next(it)
+    assert time.monotonic() - t < 10
+    ring.close_input()
+    reader.close()
+
+
+def test_a_closed_feed_is_an_error_not_a_crash():
+    reader, ctx, _ = make_feed("closed", 2)
+    ds = node.NodeContext.dataset(ctx, 256, input_mapping=MAPPING)
+    reader.close()
+    with pytest.raises(tf.errors.InvalidArgumentError, match="the feed is closed"):
+        list(ds)
