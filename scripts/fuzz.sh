@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (CMake preset "fuzz": clang, ASan+UBSan) and runs
-# each for SECONDS (default 60) from a seed corpus of valid files. Crashes are
-# written to build/fuzz/crashes/ and fail the script, as does an input that
-# takes over 10 s.
+# Builds the libFuzzer targets and runs each for SECONDS (default 60) from a seed
+# corpus of valid files. PRESET (default "fuzz": clang, ASan+UBSan, optimized) is the
+# CMake preset to build them with; run-tests.sh passes asan-ubsan, whose build (clang,
+# ASan+UBSan, Debug) already holds them. Crashes are written to build/fuzz/crashes/
+# and fail the script, as does an input that takes over 10 s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
-cmake --preset fuzz >/dev/null
+preset="${2:-fuzz}"
+cmake --preset "$preset" >/dev/null
 targets=(record_reader_fuzz example_fuzz protocol_fuzz batch_fuzz feed_reader_fuzz pickle_fuzz
   row_batcher_fuzz arrow_feed_fuzz uri_fuzz feed_service_fuzz agent_frames_fuzz output_lines_fuzz status_fuzz)
-cmake --build --preset fuzz --target "${targets[@]}"
+cmake --build --preset "$preset" --target "${targets[@]}"
 corpus=build/fuzz/corpus
 crashes=build/fuzz/crashes
 for target in "${targets[@]}"; do mkdir -p "$corpus/$target"; done
@@ -131,7 +133,7 @@ PY
 status=0
 for target in "${targets[@]}"; do
   echo "fuzz: $target for ${seconds}s"
-  if ! build/fuzz/cpp/$target "$corpus/$target" -max_total_time="$seconds" -timeout=10 \
+  if ! "build/$preset/cpp/$target" "$corpus/$target" -max_total_time="$seconds" -timeout=10 \
        -rss_limit_mb=2048 -max_len=65536 -artifact_prefix="$crashes/$target-" \
        -print_final_stats=1 2>build/fuzz/$target.log; then
     echo "fuzz: $target FAILED; see build/fuzz/$target.log and $crashes" >&2

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Sets everything up, then runs every test: the C++ suite (CTest/GoogleTest)
-# built with AddressSanitizer and UndefinedBehaviorSanitizer (one build; the same
-# -Wall -Wextra -Werror as a plain build, whose tests it also runs) and with
-# ThreadSanitizer (the coordinator, agent, feed and status server run threads), a
-# short libFuzzer run of each fuzz target, and the pytest suite (TensorFlow and
+# built with AddressSanitizer and UndefinedBehaviorSanitizer (clang; the build also
+# holds the fuzz targets, so the core is built once for both) and with
+# ThreadSanitizer (g++; the coordinator, agent, feed and status server run threads),
+# both with -Wall -Wextra -Werror, a short libFuzzer run of each fuzz target from the
+# first build, and the pytest suite (TensorFlow and
 # a local-cluster Spark included; HDFS from Hadoop's minicluster and S3 from moto,
 # started by the tests' fixtures). Exits non-zero if anything fails or if a runner
 # executed no test.
@@ -21,7 +22,7 @@ for preset in asan-ubsan tsan; do
 done
 
 phase "fuzz smoke run"
-bash scripts/fuzz.sh "${SPARKTF_FUZZ_SECONDS:-10}"
+bash scripts/fuzz.sh "${SPARKTF_FUZZ_SECONDS:-10}" asan-ubsan
 
 phase "Hadoop minicluster jars (Maven Central, cached in build/)"
 .venv/bin/python scripts/minicluster.py fetch
