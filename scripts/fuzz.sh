@@ -52,11 +52,13 @@ feeds = {"open-train": b"\x01" + frame(80, b'{"qname": "input", "partition": 0}'
          "open-close": b"\x01" + frame(80, b'{"qname": "input", "close": true}'),
          "open-infer": b"\x01" + frame(80, b'{"qname": "input", "inference": true}'),
          "unknown-queue": b"\x01" + frame(80, b'{"qname": "other"}')}
-# A batch: 2 rows, a float32 [2, 2] column "x" and an int64 [2] column "y".
+# A batch: 2 rows, a float32 [2, 2] column "x" and an int64 [2] column "y"; the headers
+# (88 bytes) and each payload (16) padded to 64.
 batch = (struct.pack("<IIQ", 0x42465453, 2, 2)
          + struct.pack("<BBHI", 0, 2, 1, 0) + struct.pack("<QQQ", 2, 2, 16) + b"x" + b"\0" * 7
          + struct.pack("<BBHI", 3, 1, 1, 0) + struct.pack("<QQ", 2, 16) + b"y" + b"\0" * 7
-         + struct.pack("<4f", 1, 2, 3, 4) + struct.pack("<2q", 5, 6))
+         + b"\0" * 40 + struct.pack("<4f", 1, 2, 3, 4) + b"\0" * 48
+         + struct.pack("<2q", 5, 6) + b"\0" * 48)
 open(os.path.join(corpus, "batch_fuzz", "seed"), "wb").write(batch)
 tag = struct.pack("<IIQqQ", 0x54465453, 0, 7, 1, 0)  # feed 7, partition 1, first row 0
 open(os.path.join(corpus, "batch_fuzz", "tagged"), "wb").write(tag + batch)

@@ -1,8 +1,9 @@
 """ctx.dataset on a real feed (a FeedReader and its ring in this process, no Spark): the
 columns reach TensorFlow through the op SparktfFeedNext (libsparktf_tf_ops.so) value for
-value, in order, in exact batches; bytes columns through a Python generator; errors of
+value, in order, in exact batches, as tensors over the feed's buffers where they are aligned; bytes columns through a Python generator; errors of
 the feed surface as TensorFlow errors with the feed's message."""
 
+import ctypes
 import os
 import time
 import types
@@ -66,6 +67,31 @@ def test_the_feed_reaches_tensorflow_through_the_op_value_for_value():
         check_values(batch, i * 256)
     p = reader.progress()
     assert (p["consumed"], p["dropped"], p["finished"]) == (46 * 256, 12000 - 46 * 256, True)
+    reader.close()
+
+
+def tensor_address(t):
+    """The address of a CPU tensor's buffer (through its DLPack capsule; numpy() copies)."""
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    return ctypes.c_void_p.from_address(get(tf.experimental.dlpack.to_dlpack(t), b"dltensor")).value
+
+
+def test_batches_of_one_message_are_tensors_over_its_buffer_that_keep_it_alive():
+    reader, ctx, _ = make_feed("views", 12)
+    it = iter(node.NodeContext.dataset(ctx, 256, input_mapping=MAPPING))
+    first = [next(it) for _ in range(3)]  # rows 0-767, all in the first 1000-row message
+    for name, row_bytes in [("features", 16), ("y", 8), ("flag", 1), ("u", 6), ("d", 8)]:
+        at = [tensor_address(b[name]) for b in first]
+        assert all(a % 64 == 0 for a in at), name
+        assert np.diff(at).tolist() == [256 * row_bytes] * 2, name  # no copy: one buffer
+    rest = 0
+    for batch in it:  # the reader reuses its buffers meanwhile, but not the one held
+        check_values(batch, (3 + rest) * 256)
+        rest += 1
+    assert rest == 43
+    for i, batch in enumerate(first):
+        check_values(batch, i * 256)
     reader.close()
 
 

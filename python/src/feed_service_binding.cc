@@ -28,6 +28,13 @@ struct TfFeedSource {
   std::weak_ptr<FeedReader> reader;
 };
 
+// SparktfFeedColumn's owner is the slice's std::shared_ptr<const std::string>.
+void* HoldBuffer(const void* owner) {
+  return new std::shared_ptr<const std::string>(
+      *static_cast<const std::shared_ptr<const std::string>*>(owner));
+}
+void ReleaseBuffer(void* held) { delete static_cast<std::shared_ptr<const std::string>*>(held); }
+
 int32_t TfFeedNext(void* source, uint64_t rows, int64_t timeout_ms, void* sink,
                    SparktfFeedEmit emit, char* error, size_t error_size) {
   auto fail = [&](const Status& st) {
@@ -52,8 +59,14 @@ int32_t TfFeedNext(void* source, uint64_t rows, int64_t timeout_ms, void* sink,
     std::vector<uint64_t> dims = c.dims;
     dims[0] = slice.rows;
     const std::string_view values = SliceValues(slice, k);
-    const SparktfFeedColumn column{static_cast<int32_t>(c.type), static_cast<int32_t>(dims.size()),
-                                   dims.data(), values.data(), values.size()};
+    const SparktfFeedColumn column{static_cast<int32_t>(c.type),
+                                   static_cast<int32_t>(dims.size()),
+                                   dims.data(),
+                                   values.data(),
+                                   values.size(),
+                                   &slice.owner,
+                                   &HoldBuffer,
+                                   &ReleaseBuffer};
     emit(sink, static_cast<int32_t>(k), &column);
   }
   return 1;

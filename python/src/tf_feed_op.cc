@@ -1,13 +1,17 @@
 // TensorFlow op SparktfFeedNext (libsparktf_tf_ops.so, loaded by tf.load_op_library in
-// sparktf.node): the next batch of a node's feed as tensors, each column copied once from
-// the feed's buffer into its output tensor. It replaces tf.data's from_generator in
-// ctx.dataset, whose Python call and numpy conversion cost more than a small model's step.
+// sparktf.node): the next batch of a node's feed as tensors. A column whose rows lie at an
+// address aligned as TensorFlow wants (TF_TensorDefaultAlignment; the feed reader places
+// batches so that payloads are) becomes a tensor over the feed's buffer, which the tensor
+// keeps alive; any other is copied once into its output tensor. It replaces tf.data's
+// from_generator in ctx.dataset, whose Python call and numpy conversion cost more than a
+// small model's step.
 //
 // Attributes: source and next_fn (addresses from FeedReader.tf_source(), see
 // tf_feed_source.h), batch_size, timeout_ms, dtypes (one per column), row_ranks and
 // row_dims (each column's per-row shape, concatenated; for the end's empty outputs).
 // Outputs: ok (false at the end of the feed, when every value has 0 rows) and values.
 // Only TensorFlow's C API is used; its symbols resolve from the TensorFlow that loads us.
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -48,6 +52,7 @@ struct Kernel {
   int64_t timeout_ms = 0;
   std::vector<TF_DataType> dtypes;
   std::vector<std::vector<int64_t>> row_dims;
+  size_t alignment = 64;  // TF_TensorDefaultAlignment()
 };
 
 template <typename T>
@@ -62,6 +67,7 @@ std::vector<T> ListAttr(TF_OpKernelConstruction* ctx, const char* name, TF_Statu
 
 void* Create(TF_OpKernelConstruction* ctx) {
   auto* k = new Kernel;
+  k->alignment = std::max<size_t>(1, TF_TensorDefaultAlignment());
   TF_Status* status = TF_NewStatus();
   int64_t source = 0, next = 0;
   TF_OpKernelConstruction_GetAttrInt64(ctx, "source", &source, status);
@@ -109,6 +115,33 @@ struct Sink {
   int32_t emitted = 0;
 };
 
+// What a tensor over the feed's buffer holds, released when TensorFlow frees it.
+struct Held {
+  void (*release)(void* held);
+  void* held;
+};
+
+void ReleaseHeld(void* /*data*/, size_t /*len*/, void* arg) {
+  auto* h = static_cast<Held*>(arg);
+  h->release(h->held);
+  delete h;
+}
+
+// Sets output 1 + index to a tensor over the column's data, which it keeps alive.
+bool Wrap(Sink* sink, int32_t index, TF_DataType dtype, const std::vector<int64_t>& dims,
+          const SparktfFeedColumn* column) {
+  auto* held = new Held{column->release, column->hold(column->owner)};
+  TF_Tensor* t = TF_NewTensor(dtype, dims.data(), static_cast<int>(dims.size()),
+                              const_cast<void*>(column->data), column->bytes, &ReleaseHeld, held);
+  if (t == nullptr) {  // TF_NewTensor has already released `held`
+    TF_SetStatus(sink->status, TF_INTERNAL, "SparktfFeedNext: a column's size and shape differ");
+    return false;
+  }
+  TF_SetOutput(sink->ctx, 1 + index, t, sink->status);
+  TF_DeleteTensor(t);
+  return TF_GetCode(sink->status) == TF_OK;
+}
+
 // Allocates output 1 + index with dims and copies `bytes` of data into it.
 bool Output(Sink* sink, int32_t index, TF_DataType dtype, const std::vector<int64_t>& dims,
             const void* data, size_t bytes) {
@@ -134,7 +167,11 @@ void Emit(void* opaque, int32_t index, const SparktfFeedColumn* column) {
     return;
   }
   std::vector<int64_t> dims(column->dims, column->dims + column->rank);
-  if (Output(sink, index, dtype, dims, column->data, column->bytes)) ++sink->emitted;
+  const bool aligned = reinterpret_cast<uintptr_t>(column->data) % k.alignment == 0;
+  if (column->bytes > 0 && aligned ? Wrap(sink, index, dtype, dims, column)
+                                   : Output(sink, index, dtype, dims, column->data, column->bytes)) {
+    ++sink->emitted;
+  }
 }
 
 void Compute(void* opaque, TF_OpKernelContext* ctx) {

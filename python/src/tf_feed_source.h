@@ -1,7 +1,7 @@
 // The C ABI between sparktf._native, which owns a node's FeedReader, and the TensorFlow
 // op library libsparktf_tf_ops.so (op SparktfFeedNext), which TensorFlow loads on its
 // own: the op gets a source and its next function as two addresses (FeedReader's
-// tf_source() in Python) and copies each batch straight into its output tensors.
+// tf_source() in Python) and makes each batch's columns its output tensors.
 // Both sides come from one build of one wheel; the struct never crosses builds.
 #pragma once
 
@@ -11,12 +11,17 @@
 extern "C" {
 
 // One column of a batch: `type` is a sparktf::feed::ColumnType, dims[0] the rows.
+// `data` is valid while emit runs; a sink that keeps it longer (a tensor over it) calls
+// hold(owner) and later release() on what hold returned, on any thread.
 struct SparktfFeedColumn {
   int32_t type;
   int32_t rank;
   const uint64_t* dims;
   const void* data;
   uint64_t bytes;
+  const void* owner;
+  void* (*hold)(const void* owner);
+  void (*release)(void* held);
 };
 
 // Called once per column, in the feed's column order, while the batch is valid.

@@ -321,8 +321,10 @@ TEST(ArrowFeederTest, FeedCutsBatchesBySizeAndKeepsEachColumnsShape) {
   EXPECT_EQ(pushed, 1000u);
   EXPECT_EQ(seen, values);
   ASSERT_GE(sizes.size(), 3u);
-  EXPECT_EQ(sizes[0], 10u);  // then sized by the bytes a row took: 16 and the header's share
-  for (size_t i = 2; i + 1 < sizes.size(); ++i) EXPECT_EQ(sizes[i], 100u);
+  // Then sized by the bytes a row took: 16, and the share of the 64-byte header and of the
+  // payload's padding to 64 (94 rows: 64 + 1536 bytes, 17 a row).
+  EXPECT_EQ(sizes[0], 10u);
+  for (size_t i = 2; i + 1 < sizes.size(); ++i) EXPECT_EQ(sizes[i], 94u);
 
   // A consumer that stops reading stops the feed, with the rows pushed so far counted.
   ArrowFeeder stopping;

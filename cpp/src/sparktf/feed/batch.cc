@@ -7,13 +7,23 @@ namespace sparktf::feed {
 namespace {
 
 size_t Pad8(size_t n) { return (n + 7) & ~size_t{7}; }
+size_t PadPayload(size_t n) { return (n + kPayloadAlign - 1) & ~(kPayloadAlign - 1); }
 
 template <typename T>
 void Put(std::string* out, T v) {
   out->append(reinterpret_cast<const char*>(&v), sizeof(T));
 }
 
-void PadTo8(std::string* out) { out->append(Pad8(out->size()) - out->size(), '\0'); }
+// Pads `out` so that its size past its first `start` bytes is a multiple of 8, or of
+// kPayloadAlign.
+void PadTo8(std::string* out, size_t start) {
+  const size_t n = out->size() - start;
+  out->append(Pad8(n) - n, '\0');
+}
+void PadToPayload(std::string* out, size_t start) {
+  const size_t n = out->size() - start;
+  out->append(PadPayload(n) - n, '\0');
+}
 
 class Cursor {
  public:
@@ -31,9 +41,9 @@ class Cursor {
     pos_ += static_cast<size_t>(n);
     return true;
   }
-  // Skips padding to the next multiple of 8; padding must be zero bytes.
-  bool Align() {
-    size_t p = Pad8(pos_);
+  // Skips padding to the next multiple of `to` (a power of 2); padding must be zero bytes.
+  bool Align(size_t to = 8) {
+    size_t p = (pos_ + to - 1) & ~(to - 1);
     if (p > d_.size()) return false;
     for (; pos_ < p; ++pos_) {
       if (d_[pos_] != 0) return false;
@@ -125,8 +135,10 @@ uint64_t NumValues(const std::vector<uint64_t>& dims) {
 size_t EncodedBatchSize(const std::vector<ColumnView>& columns) {
   size_t n = 16;
   for (const auto& c : columns) {
-    n += 16 + 8 * c.dims.size() + Pad8(c.name.size()) + Pad8(c.data.size());
+    n += 16 + 8 * c.dims.size() + Pad8(c.name.size());
   }
+  n = PadPayload(n);
+  for (const auto& c : columns) n += PadPayload(c.data.size());
   return n;
 }
 
@@ -141,6 +153,7 @@ Status EncodeBatchHeader(const std::vector<ColumnView>& columns, uint64_t num_ro
     }
     if (c.name.size() > 65535) return Status::InvalidArgument("column name too long");
   }
+  const size_t start = out->size();
   Put<uint32_t>(out, kBatchMagic);
   Put<uint32_t>(out, static_cast<uint32_t>(columns.size()));
   Put<uint64_t>(out, num_rows);
@@ -154,14 +167,15 @@ Status EncodeBatchHeader(const std::vector<ColumnView>& columns, uint64_t num_ro
     for (uint64_t d : c.dims) Put<uint64_t>(out, d);
     Put<uint64_t>(out, payload_sizes[i]);
     out->append(c.name);
-    PadTo8(out);
+    PadTo8(out, start);
   }
+  PadToPayload(out, start);
   return Status::OK();
 }
 
 Status EncodeBatchParts(const std::vector<ColumnView>& columns, uint64_t num_rows,
                         BatchParts* out) {
-  static constexpr char kZeros[8] = {};
+  static constexpr char kZeros[kPayloadAlign] = {};
   std::vector<uint64_t> sizes;
   for (const auto& c : columns) {
     sizes.push_back(c.data.size());
@@ -173,7 +187,7 @@ Status EncodeBatchParts(const std::vector<ColumnView>& columns, uint64_t num_row
   out->parts.push_back(out->header);
   for (const auto& c : columns) {
     if (!c.data.empty()) out->parts.push_back(c.data);
-    if (const size_t pad = Pad8(c.data.size()) - c.data.size()) {
+    if (const size_t pad = PadPayload(c.data.size()) - c.data.size()) {
       out->parts.emplace_back(kZeros, pad);
     }
   }
@@ -229,8 +243,9 @@ Status DecodeBatch(std::string_view data, uint64_t* num_rows, std::vector<Column
     lengths.push_back(len);
     columns->push_back(std::move(c));
   }
+  if (!cur.Align(kPayloadAlign)) return Bad("truncated or bad padding after the column headers");
   for (size_t i = 0; i < columns->size(); ++i) {
-    if (!cur.Take(lengths[i], &(*columns)[i].data) || !cur.Align()) {
+    if (!cur.Take(lengths[i], &(*columns)[i].data) || !cur.Align(kPayloadAlign)) {
       return Bad("column '" + (*columns)[i].name + "' runs past the end or has bad padding");
     }
     RETURN_NOT_OK(CheckPayload((*columns)[i]));

@@ -1,10 +1,12 @@
 // Columnar batches: the unit that feed rings carry (docs/formats/batch.md).
 //
-// Layout, little-endian, every section 8-byte aligned:
+// Layout, little-endian, offsets from the batch's first byte:
 //   u32 magic "STFB" | u32 num_columns | u64 num_rows
 //   per column: u8 dtype | u8 ndim | u16 name_length | u32 flags |
-//               u64 dims[ndim] (dims[0] == num_rows) | u64 byte_length | name bytes, padded
-//   then each column's payload (byte_length bytes, padded to 8)
+//               u64 dims[ndim] (dims[0] == num_rows) | u64 byte_length | name bytes, padded to 8
+//   zero padding to a multiple of 64, then each column's payload (byte_length bytes, padded
+//   to 64), so that a batch placed at a 64-byte aligned address has every payload aligned
+//   as TensorFlow's tensors need (see FeedReader and the op SparktfFeedNext).
 // Payload of a fixed-width dtype is rows * prod(dims[1:]) values, row-major.
 // kBytes columns carry (rows * prod(dims[1:]) + 1) u64 offsets then the data.
 // flags: bit 0 (kRowArrays) says each row's value was an array (numpy), not a
@@ -26,6 +28,7 @@ constexpr size_t kMaxBatchColumns = 4096;
 constexpr size_t kMaxBatchDims = 8;
 constexpr uint32_t kRowArrays = 1;  // column flags (see the layout)
 constexpr uint32_t kText = 2;
+constexpr size_t kPayloadAlign = 64;  // payload offsets and lengths are padded to this
 
 enum class ColumnType : uint8_t {
   kFloat32 = 0, kFloat64 = 1, kInt32 = 2, kInt64 = 3, kUInt8 = 4, kBool = 5, kBytes = 6,
@@ -50,7 +53,8 @@ uint64_t NumValues(const std::vector<uint64_t>& dims);
 // shapes and byte lengths disagree.
 Status EncodeBatch(const std::vector<ColumnView>& columns, uint64_t num_rows, std::string* out);
 // Writes only the header of a batch whose column payloads will have the given
-// byte lengths (the caller appends each payload padded to 8, in order).
+// byte lengths (the caller appends each payload padded to kPayloadAlign, in order). The
+// header starts at out->size(), and alignment is counted from there.
 // `columns` supply names, types and dims; their data is not read.
 Status EncodeBatchHeader(const std::vector<ColumnView>& columns, uint64_t num_rows,
                          const std::vector<uint64_t>& payload_sizes, std::string* out);

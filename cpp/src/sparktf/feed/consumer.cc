@@ -77,8 +77,13 @@ Result<std::optional<std::vector<ColumnView>>> FeedReader::PeekSchema(millisecon
 
 Result<bool> FeedReader::PopOne(milliseconds wait) {
   std::shared_ptr<std::string> buffer = pool_.Get();
-  std::string& message = *buffer;
-  Status st = input_->Pop(&message, wait);
+  // A batch lands at a 64-byte aligned address, so its payloads are aligned as
+  // TensorFlow's tensors need and the op can hand them over without a copy.
+  size_t start = 0;
+  Status st = input_->Pop(
+      buffer.get(), wait,
+      [](std::string_view m) -> size_t { return IsTagged(m) ? kTagSize : 0; }, &start);
+  const std::string_view message = std::string_view(*buffer).substr(start);
   if (st.code() == StatusCode::kDeadlineExceeded) return false;
   if (st.code() == StatusCode::kOutOfRange) {
     progress_.closed = true;
@@ -122,18 +127,19 @@ Result<bool> FeedReader::PopOne(milliseconds wait) {
     return true;
   }
   if (IsTagged(message)) {
-    RETURN_NOT_OK(AddTagged(std::move(buffer)));
+    RETURN_NOT_OK(AddTagged(std::move(buffer), start));
     return true;
   }
   ASSIGN_OR_RETURN(uint64_t rows, BatchRows(message));
-  RETURN_NOT_OK(rows_.Add(std::move(buffer)));
+  RETURN_NOT_OK(rows_.Add(std::move(buffer), start));
   progress_.delivered += rows;
   return true;
 }
 
-Status FeedReader::AddTagged(std::shared_ptr<std::string> message) {
-  ASSIGN_OR_RETURN(BatchTag tag, DecodeTag(*message));
-  ASSIGN_OR_RETURN(uint64_t rows, BatchRows(std::string_view(*message).substr(kTagSize)));
+Status FeedReader::AddTagged(std::shared_ptr<std::string> buffer, size_t start) {
+  const std::string_view message = std::string_view(*buffer).substr(start);
+  ASSIGN_OR_RETURN(BatchTag tag, DecodeTag(message));
+  ASSIGN_OR_RETURN(uint64_t rows, BatchRows(message.substr(kTagSize)));
   uint64_t& have = tagged_rows_[{tag.feed, tag.partition}];
   if (tag.first_row > have) {
     return Status::DataLoss("feed batch of partition " + std::to_string(tag.partition) +
@@ -148,7 +154,7 @@ Status FeedReader::AddTagged(std::shared_ptr<std::string> message) {
   }
   progress_.duplicates += known;
   if (known == rows) return Status::OK();
-  RETURN_NOT_OK(rows_.Add(std::move(message), kTagSize, known));
+  RETURN_NOT_OK(rows_.Add(std::move(buffer), start + kTagSize, known));
   have = tag.first_row + rows;
   progress_.delivered += rows - known;
   return Status::OK();

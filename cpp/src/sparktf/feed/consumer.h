@@ -99,8 +99,9 @@ class FeedReader {
   // Pops one message (waiting at most `wait`); false if none came.
   Result<bool> PopOne(std::chrono::milliseconds wait);
   Status FinishPartition();
-  // Adds a tagged batch's rows that no earlier attempt delivered.
-  Status AddTagged(std::shared_ptr<std::string> message);
+  // Adds the rows that no earlier attempt delivered of the tagged batch that starts
+  // `start` bytes into *buffer.
+  Status AddTagged(std::shared_ptr<std::string> buffer, size_t start);
   // Drops the open inference partition (its producer is gone).
   void Abandon(const std::string& why);
   Status Report();

@@ -356,7 +356,8 @@ Status Ring::Push(MessageParts message, std::chrono::milliseconds timeout) {
   }
 }
 
-Status Ring::Pop(std::string* out, std::chrono::milliseconds timeout) {
+Status Ring::Pop(std::string* out, std::chrono::milliseconds timeout,
+                 size_t (*aligned_at)(std::string_view message), size_t* start) {
   const uint64_t cap = h_->capacity;
   const auto deadline = Clock::now() + timeout;
   RETURN_NOT_OK(Lock());
@@ -377,7 +378,18 @@ Status Ring::Pop(std::string* out, std::chrono::milliseconds timeout) {
       // producers write only past `head`, so the message stays put; producers
       // are not held up by the allocation and copy.
       Unlock();
-      out->assign(data_ + at + 8, len);
+      const char* message = data_ + at + 8;
+      if (start == nullptr) {
+        out->assign(message, len);
+      } else {
+        const size_t k = aligned_at ? aligned_at(std::string_view(message, len)) : 0;
+        out->clear();
+        out->reserve(len + kPopAlign);  // data() stays put from here on
+        const uintptr_t addr = reinterpret_cast<uintptr_t>(out->data()) + k;
+        *start = (kPopAlign - addr % kPopAlign) % kPopAlign;
+        out->assign(*start, '\0');
+        out->append(message, len);
+      }
       RETURN_NOT_OK(Lock());
       h_->tail += 8 + Pad8(len);
       ++h_->messages_popped;

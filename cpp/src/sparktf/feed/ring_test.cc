@@ -278,6 +278,11 @@ TEST(BatchTest, RoundTripAndMalformedInput) {
   EXPECT_EQ(back[0].dims, (std::vector<uint64_t>{2, 3}));
   EXPECT_EQ(back[0].data, cols[0].data);
   EXPECT_EQ(back[2].data, bytes_payload);
+  // Headers end at 120; payloads start at multiples of 64 from the batch's start.
+  EXPECT_EQ(back[0].data.data() - buf.data(), 128);
+  EXPECT_EQ(back[1].data.data() - buf.data(), 192);
+  EXPECT_EQ(back[2].data.data() - buf.data(), 256);
+  EXPECT_EQ(buf.size(), 256u + 64);
   for (size_t n = 0; n < buf.size(); ++n) {  // every truncation
     EXPECT_EQ(DecodeBatch(buf.substr(0, n), &rows, &back).code(), StatusCode::kInvalidArgument)
         << n;
@@ -293,6 +298,11 @@ TEST(BatchTest, RoundTripAndMalformedInput) {
   bad = buf;
   bad[16 + 16 + 16 + 1] = 1;  // a padding byte after the first column's name
   EXPECT_FALSE(DecodeBatch(bad, &rows, &back).ok());
+  for (size_t at : {size_t{120}, size_t{127}, size_t{128 + 24}, size_t{191}, size_t{319}}) {
+    bad = buf;  // padding before the payloads, after one and at the very end
+    bad[at] = 1;
+    EXPECT_FALSE(DecodeBatch(bad, &rows, &back).ok()) << at;
+  }
   // The row-arrays flag: on a column with per-row dims it decodes (and
   // re-encodes to the same bytes); on a column of scalars it is refused.
   EXPECT_FALSE(back[0].row_arrays);

@@ -171,10 +171,13 @@ struct Piece {
   uint64_t begin, end;
 };
 
+size_t PadPayload(uint64_t n) { return (n + kPayloadAlign - 1) & ~uint64_t{kPayloadAlign - 1}; }
+
 // The pieces' rows, in order, as one encoded batch with `schema`'s columns
-// (one copy of each row), into *out.
+// (one copy of each row), into *out. With `aligned`, the batch starts at the first
+// kPayloadAlign-aligned byte of out->data(), after *lead zero bytes; otherwise at 0.
 Status Assemble(const std::vector<ColumnView>& schema, const std::vector<Piece>& pieces,
-                std::string* out) {
+                std::string* out, bool aligned = false, size_t* lead = nullptr) {
   uint64_t n = 0;
   for (const Piece& p : pieces) n += p.end - p.begin;
   std::vector<ColumnView> views(schema.size());
@@ -216,16 +219,22 @@ Status Assemble(const std::vector<ColumnView>& schema, const std::vector<Piece>&
   }
   // Header, then every payload copied straight into place (one copy per row).
   size_t total = 0;
-  for (uint64_t z : sizes) total += (z + 7) & ~uint64_t{7};
+  for (uint64_t z : sizes) total += PadPayload(z);
   out->clear();
-  out->reserve(EncodedBatchSize(views) + total);
+  out->reserve(EncodedBatchSize(views) + total + (aligned ? kPayloadAlign : 0));
+  const size_t start =
+      aligned ? (kPayloadAlign - reinterpret_cast<uintptr_t>(out->data()) % kPayloadAlign) %
+                    kPayloadAlign
+              : 0;
+  out->assign(start, '\0');  // within the reserved capacity: data() does not move
+  if (lead) *lead = start;
   RETURN_NOT_OK(EncodeBatchHeader(views, n, sizes, out));
   size_t at = out->size();
   out->resize(at + total);
   char* dst = out->data();
   for (size_t k = 0; k < schema.size(); ++k) {
     const ColumnView& s = schema[k];
-    const size_t padded = (sizes[k] + 7) & ~uint64_t{7};
+    const size_t padded = PadPayload(sizes[k]);
     if (s.type == ColumnType::kBytes) {
       std::memcpy(dst + at, bytes_payloads[k].data(), sizes[k]);
     } else {
@@ -288,9 +297,10 @@ Status BatchAssembler::TakeSlice(uint64_t n, BatchSlice* out, BufferPool* pool) 
     left -= take;
   }
   std::shared_ptr<std::string> buffer = pool ? pool->Get() : std::make_shared<std::string>();
-  RETURN_NOT_OK(Assemble(schema_, pieces, buffer.get()));
+  size_t lead = 0;
+  RETURN_NOT_OK(Assemble(schema_, pieces, buffer.get(), true, &lead));
   uint64_t rows = 0;
-  RETURN_NOT_OK(DecodeBatch(*buffer, &rows, &out->columns));
+  RETURN_NOT_OK(DecodeBatch(std::string_view(*buffer).substr(lead), &rows, &out->columns));
   out->owner = std::move(buffer);
   out->first_row = 0;
   out->rows = n;

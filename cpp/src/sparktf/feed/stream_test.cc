@@ -506,6 +506,46 @@ TEST(FeedReaderTest, TaggedBatchAfterAGapIsDataLoss) {
       << got.status().message();
 }
 
+// What lets the op SparktfFeedNext make tensors over the reader's buffers: every payload
+// of what the reader hands out starts at a 64-byte aligned address, wherever the message
+// lay in the ring (8-byte aligned) and whether it was tagged or not, and so do re-cut
+// batches that span two messages.
+TEST(FeedReaderTest, HandsOutPayloadsAt64ByteAlignedAddresses) {
+  const std::string name = UniqueName("align");
+  FeedReader reader(std::move(Ring::Create(name, 1 << 16)).ValueOrDie(), nullptr);
+  auto ring = std::move(Ring::Attach(name)).ValueOrDie();
+  const auto aligned = [](const BatchSlice& slice) {
+    for (const ColumnView& c : slice.columns) {
+      if (reinterpret_cast<uintptr_t>(c.data.data()) % 64 != 0) return false;
+    }
+    return reinterpret_cast<uintptr_t>(SliceValues(slice, 0).data()) % 64 == 0;
+  };
+  int row = 0;
+  uint64_t tagged = 0;  // rows of partition 0 of feed 7 so far
+  for (int i = 0; i < 12; ++i) {  // messages of 3..14 rows: their ring offsets vary
+    const int rows = 3 + i;
+    std::string message = MakeBatch(row, rows);
+    if (i % 2) {
+      message = EncodeTag({7, 0, tagged}) + message;
+      tagged += rows;
+    }
+    ASSERT_TRUE(ring->Push(message, 1s).ok());
+    auto got = reader.NextSlice(rows, true, 1s);  // exactly that message: a view of it
+    ASSERT_TRUE(got.ok() && *got) << got.status().ToString();
+    EXPECT_TRUE(aligned(**got)) << "message " << i;
+    EXPECT_EQ((*got)->first_row, 0u);
+    row += rows;
+  }
+  ASSERT_TRUE(ring->Push(MakeBatch(row, 5), 1s).ok());
+  ASSERT_TRUE(ring->Push(MakeBatch(row + 5, 5), 1s).ok());
+  auto across = reader.NextSlice(8, true, 1s);  // spans both: copied into a pooled buffer
+  ASSERT_TRUE(across.ok() && *across);
+  EXPECT_TRUE(aligned(**across));
+  std::string encoded;
+  ASSERT_TRUE(EncodeSlice(**across, &encoded).ok());
+  EXPECT_EQ(RowIds(encoded), Range(row, 8));
+}
+
 TEST(FeedReaderTest, TerminateMakesProducersSkip) {
   const std::string name = UniqueName("term");
   FeedReader reader(std::move(Ring::Create(name, 1 << 16)).ValueOrDie(), nullptr);
