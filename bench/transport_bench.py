@@ -9,7 +9,8 @@ DataFeed.next_batch(1000): once with partitions fed where they live (shared memo
 default), once with SPARKTF_FEED_TRANSPORT=tcp (every partition over TCP, as if each
 crossed hosts). Both hosts share this machine's kernel and its 2 cores, so TCP here is
 loopback: it measures the protocol's and the agent's cost, not a network's. Each run is
-a fresh driver process, transports interleaved; medians.
+a fresh driver process, transports interleaved; medians. DataFrames go through the JVM
+feeder (its jar is on the executors' classpath), RDDs through the Python feeding tasks.
 
 Usage: .venv/bin/python bench/transport_bench.py [--rounds 3]
 """
@@ -65,6 +66,7 @@ def worker(master, shape):
                                   "tcp_partitions": stats["partitions"] -
                                   stats["local_partitions"],
                                   "partitions": stats["partitions"],
+                                  "feeder": stats.get("feeder", "python"),
                                   "peak_kb": max(g["peak_kb"] for g in got)}), flush=True)
 
 
@@ -103,6 +105,7 @@ def main():
                 continue
             rates = {t: [] for t in TRANSPORTS}
             peaks = {t: [] for t in TRANSPORTS}
+            feeders = set()
             for r in range(args.rounds):
                 for t in TRANSPORTS:
                     res = run_worker(hosts.master_url, shape, t)
@@ -111,6 +114,7 @@ def main():
                     if res["tcp_partitions"] != want:
                         print(f"{shape} round {r + 1} {t}: {res['tcp_partitions']} of "
                               f"{res['partitions']} partitions over TCP", flush=True)
+                    feeders.add(res["feeder"])
                     rates[t].append(res["rows"] / res["seconds"])
                     peaks[t].append(res["peak_kb"] / 1024)
                 print(f"{shape} round {r + 1}: " + ", ".join(
@@ -118,8 +122,8 @@ def main():
             width, rows, _ = SHAPES[shape]
             med = {t: statistics.median(v) for t, v in rates.items()}
             lines = [f"\n{shape} and a label per row, {rows:,} rows in "
-                     f"{feed_bench.PARTITIONS} partitions, 2 nodes on 2 simulated hosts; "
-                     f"medians of {args.rounds} runs",
+                     f"{feed_bench.PARTITIONS} partitions, 2 nodes on 2 simulated hosts, "
+                     f"feeder {'/'.join(sorted(feeders))}; medians of {args.rounds} runs",
                      "| feed | rows/s (median) | min | max | peak node memory |",
                      "|---|---|---|---|---|"]
             for t, name in (("shm", "shared memory (fed where they live)"),

@@ -546,7 +546,7 @@ class TFCluster:
                 "coordinator": self._coordinator_address,
                 "feed_timeout": float(feed_timeout), "targets": targets,
                 "generation": self.generation,
-                # partitions go to a node on their task's host (feeding._target); "modulo":
+                # partitions go to a node on their task's host (feeding._open_session); "modulo":
                 # partition i -> node i mod W
                 "placement": os.environ.get("SPARKTF_FEED_PLACEMENT", "local"),
                 # "tcp" forces every feeding task onto TCP (tests, debugging)

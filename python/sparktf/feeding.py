@@ -1,7 +1,7 @@
 """The feeding tasks of InputMode.SPARK (they run on executors).
 
 A partition goes to a training worker on its task's host while that worker has fewer
-than its share of the job's partitions (the coordinator decides: _target). The native
+than its share of the job's partitions (the coordinator decides: _open_session). The native
 RowBatcher reads a
 partition's rows as PySpark stores them, pickled, without making Python
 objects of them (pickled_batches); else it pulls rows from the partition's
@@ -17,7 +17,7 @@ sends partition i to worker i mod W (tests, benchmarks).
 from __future__ import annotations
 
 import gc
-import os
+import json
 import pickle
 
 from sparktf import errors
@@ -28,59 +28,21 @@ TARGET_BATCH_BYTES = 1 << 20  # batches of about 1 MiB
 MAX_PICKLED_BYTES = 8 << 20
 
 
-def _node_failure(meta: dict, executor_id: int) -> str | None:
-    """The coordinator's account of a node that ended, if it did: None while it runs, ""
-    when it finished cleanly, else why it is gone (sparktf/node/feed_task.h)."""
+def _open_session(job: str, index: int, inference: bool):
+    """The FeedSession of partition `index` (`job`: the feeding job's meta as JSON). The
+    core chooses the node (sparktf/node/feed_task.h, OpenPartitionSession): one on this
+    task's host while it has fewer than its share of meta["partitions"] (FEED_ASSIGN,
+    docs/protocol.md; a retried task where its partition went before), else node index
+    mod W with placement "modulo"; shared memory to a node on this host, TCP otherwise.
+    session.stopped: that node has finished reading (its map_fun returned), so the rows
+    are skipped. Its errors name the partition and node."""
     from sparktf import _native
 
-    return _native.node_failure(meta["coordinator"], meta["token"], executor_id, 10.0)
+    return _native.FeedSession(job, index, inference)
 
 
-def _target(meta: dict, index: int) -> dict:
-    """The node partition `index` goes to. With meta["partitions"] (how many the job
-    has), the coordinator's choice for this task's host (FEED_ASSIGN, docs/protocol.md:
-    a node on this host while it has fewer than its share, a retried task where its
-    partition went before); otherwise (or with placement "modulo") node index mod W."""
-    from sparktf import _native
-
-    targets = meta["targets"]
-    if meta.get("placement", "local") == "modulo" or not meta.get("partitions"):
-        t = targets[index % len(targets)]
-        here = os.environ.get("SPARK_LOCAL_IP")  # this host's address, where Spark says it
-        return dict(t, other_host=bool(here) and t["host"] != here)
-    executor, host = _native.feed_assign(meta["coordinator"], meta["token"], meta["feed_id"],
-                                         index, meta["partitions"], meta.get("generation", 0),
-                                         min(meta["feed_timeout"], 60.0))
-    t = next(t for t in targets if t["executor_id"] == executor)
-    # A node on another host is fed over TCP, even where the hosts share a kernel (hosts
-    # simulated by loopback addresses), whose shared memory would be reachable.
-    return dict(t, other_host=t["host"] != host)
-
-
-def _session(meta: dict, index: int, inference: bool, t: dict):
-    """A FeedSession to node `t` (the partition's, _target), or None when that node has
-    finished reading (its map_fun returned): the rows are skipped."""
-    from sparktf import _native
-
-    try:
-        return _native.FeedSession(meta["cluster_id"], t["executor_id"], t["host"],
-                                   t["feed_port"], meta["token"], meta["qname"],
-                                   meta["feed_id"], index, inference, meta["feed_timeout"],
-                                   meta.get("transport") != "tcp" and not t.get("other_host"))
-    except (errors.Unavailable, errors.NotFound, errors.Aborted) as e:
-        failure = _node_failure(meta, t["executor_id"])
-        if failure == "" and not inference:
-            return None
-        if failure is not None:  # say why the node is gone, not just "refused"
-            raise errors.Aborted(f"the node is gone: {failure or 'its map_fun returned'}") from e
-        raise
-
-
-def _with_node(index: int, t: dict | None, e: Exception) -> Exception:
-    if t is None:
-        return type(e)(f"feeding partition {index}: choosing its node: {e}")
-    return type(e)(f"feeding partition {index} to node {t['executor_id']} "
-                   f"({t['job_name']}:{t['task_index']} on {t['host']}): {e}")
+def _with_node(session, e: Exception) -> Exception:
+    return type(e)(f"{session.context}: {e}")
 
 
 def pickled_batches(rdd):
@@ -162,20 +124,20 @@ def feed_rdd_partition(meta: dict, pickled: bool = False):
     rows skipped, local, the node's feed index, pickles read in C++, pickles unpickled
     in Python) tuple."""
 
+    job = json.dumps(meta)
+
     def feed(index, items):
         pickles = {"native": 0, "python": 0}
-        t = None
+        session = _open_session(job, index, False)
+        if session.stopped:
+            yield (index, 0, _count_rows(items, pickled), False, session.feed_index, 0, 0)
+            return
         try:
-            t = _target(meta, index)
-            session = _session(meta, index, False, t)
-            if session is None:
-                yield (index, 0, _count_rows(items, pickled), False, t["feed_index"], 0, 0)
-                return
             pushed, skipped = _push_rows(session, items, pickled, pickles)
             session.finish()
         except errors.SparktfError as e:
-            raise _with_node(index, t, e) from None
-        yield (index, pushed, skipped, session.local, t["feed_index"], pickles["native"],
+            raise _with_node(session, e) from None
+        yield (index, pushed, skipped, session.local, session.feed_index, pickles["native"],
                pickles["python"])
 
     return feed
@@ -211,17 +173,17 @@ def feed_arrow_partition(meta: dict):
     """mapInArrow function of cluster.train on a DataFrame: yields one record
     batch (partition, pushed, skipped, local, node: the node's feed index)."""
 
+    job = json.dumps(meta)
+
     def feed(batches):
         import pyarrow as pa
         from pyspark import TaskContext
 
         index = TaskContext.get().partitionId()
         pushed = skipped = 0
-        t = None
+        session = _open_session(job, index, False)
+        stopped = session.stopped
         try:
-            t = _target(meta, index)
-            session = _session(meta, index, False, t)
-            stopped = session is None
             for rb in batches:  # converted and cut into batches in C++, the GIL released
                 if not stopped:
                     n = session.push_arrow(rb)
@@ -230,14 +192,13 @@ def feed_arrow_partition(meta: dict):
                     skipped += rb.num_rows - n
                 else:
                     skipped += rb.num_rows
-            if session is not None:
+            if not session.stopped:
                 session.finish()
         except errors.SparktfError as e:
-            raise _with_node(index, t, e) from None
+            raise _with_node(session, e) from None
         yield pa.RecordBatch.from_pydict({"partition": [index], "pushed": [pushed],
-                                          "skipped": [skipped],
-                                          "local": [bool(session and session.local)],
-                                          "node": [t["feed_index"]]})
+                                          "skipped": [skipped], "local": [session.local],
+                                          "node": [session.feed_index]})
 
     return feed
 
@@ -247,14 +208,14 @@ def infer_rdd_partition(meta: dict, pickled: bool = False):
     on the RDD's pickled_batches): yields the results of the partition, in the
     order of its rows (a result that is an array comes as a numpy array, as in TFoS)."""
 
+    job = json.dumps(meta)
+
     def infer(index, items):
         from sparktf import _native
         from sparktf.node import _rows_of
 
-        t = None
+        session = _open_session(job, index, True)  # never stopped: it raises instead
         try:
-            t = _target(meta, index)
-            session = _session(meta, index, True, t)
             pushed, skipped = _push_rows(session, items, pickled)
             if skipped:
                 raise errors.Cancelled(f"the consumer stopped reading after {pushed} rows; "
@@ -262,7 +223,7 @@ def infer_rdd_partition(meta: dict, pickled: bool = False):
             session.finish()
             results = session.results()
         except errors.SparktfError as e:
-            raise _with_node(index, t, e) from None
+            raise _with_node(session, e) from None
         count = 0
         for raw in results:
             _, columns = _native.decode_batch(raw)

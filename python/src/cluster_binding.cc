@@ -14,7 +14,6 @@
 #include "sparktf/cluster/coordinator.h"
 #include "sparktf/cluster/status_table.h"
 #include "sparktf/common/net.h"
-#include "sparktf/node/feed_task.h"
 
 namespace sparktf::python {
 namespace {
@@ -158,30 +157,6 @@ void InitCluster(nb::module_& m) {
     ThrowIfError(st);
   }, nb::arg("address"), nb::arg("token"), nb::arg("name"), nb::arg("executor_id"),
      nb::arg("count") = 0, nb::arg("timeout") = 600.0, nb::arg("generation") = 0);
-
-  // (executor id, host): the node that partition `partition` of feeding job `feed` goes
-  // to, and this task's host (sparktf/node/feed_task.h, AssignFeedTarget).
-  m.def("feed_assign", [](const std::string& address, const std::string& token, uint64_t feed,
-                          int64_t partition, int64_t partitions, int generation,
-                          double timeout) {
-    Result<std::pair<int, std::string>> r = [&]() -> Result<std::pair<int, std::string>> {
-      nb::gil_scoped_release release;
-      ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(address));
-      return node::AssignFeedTarget(hp, token, feed, partition, partitions, generation,
-                                    Ms(timeout));
-    }();
-    return ValueOrThrow(std::move(r));
-  }, nb::arg("address"), nb::arg("token"), nb::arg("feed"), nb::arg("partition"),
-     nb::arg("partitions"), nb::arg("generation") = 0, nb::arg("timeout") = 30.0);
-
-  // Why node `executor_id` is gone after a feed to it failed: None while it runs, "" when
-  // it finished cleanly, else the reason (sparktf/node/feed_task.h, NodeFailure).
-  m.def("node_failure", [](const std::string& address, const std::string& token,
-                           int executor_id, double timeout) -> std::optional<std::string> {
-    HostPort hp = ValueOrThrow(ParseHostPort(address));
-    nb::gil_scoped_release release;
-    return node::NodeFailure(hp, token, executor_id, Ms(timeout));
-  }, nb::arg("address"), nb::arg("token"), nb::arg("executor_id"), nb::arg("timeout") = 10.0);
 
   m.def("get_status", [](const std::string& address, const std::string& token, double timeout) {
     Result<std::string> r = [&]() -> Result<std::string> {

@@ -10,6 +10,7 @@
 #include "bindings.h"
 #include "sparktf/feed/consumer.h"
 #include "sparktf/node/feed_service.h"
+#include "sparktf/node/feed_task.h"
 #include "tf_feed_source.h"
 
 namespace sparktf::python {
@@ -175,19 +176,26 @@ FeedTarget Target(const std::string& cluster_id, int executor_id, const std::str
   return t;
 }
 
+// A feeding task's session to its partition's node (node::OpenPartitionSession). Its
+// methods' errors are the session's own; `context` names the partition and node.
 class PyFeedSession {
  public:
-  PyFeedSession(const std::string& cluster_id, int executor_id, const std::string& host, int port,
-                const std::string& token, const std::string& queue, uint64_t feed,
-                int64_t partition, bool inference, double timeout, bool prefer_local) {
-    FeedTarget t = Target(cluster_id, executor_id, host, port, prefer_local);
-    Result<std::unique_ptr<FeedSession>> s = Status::Internal("unset");
+  PyFeedSession(const std::string& job_json, int64_t partition, bool inference) {
+    Result<node::PartitionSession> s = Status::Internal("unset");
     {
       nb::gil_scoped_release release;
-      s = FeedSession::Open(t, token, queue, feed, partition, inference, Ms(timeout));
+      s = [&]() -> Result<node::PartitionSession> {
+        ASSIGN_OR_RETURN(node::FeedJob job, node::FeedJob::Parse(job_json));
+        return node::OpenPartitionSession(job, partition, inference);
+      }();
     }
-    s_ = ValueOrThrow(std::move(s));
+    p_ = ValueOrThrow(std::move(s));
+    if (p_.session) s_ = std::move(p_.session);
   }
+  // True when the node had finished reading: nothing can be pushed; skip the rows.
+  bool stopped() const { return s_ == nullptr; }
+  int feed_index() const { return p_.target.feed_index; }
+  std::string context() const { return p_.Describe(); }
   // False when the consumer stopped reading on purpose: skip the rest.
   bool Push(nb::bytes batch) {
     std::string_view b(batch.c_str(), batch.size());
@@ -242,11 +250,12 @@ class PyFeedSession {
     for (const auto& r : s_->TakeResults()) out.append(ToBytes(r));
     return out;
   }
-  bool local() const { return s_->local(); }
-  uint64_t rows_pushed() const { return s_->rows_pushed(); }
+  bool local() const { return s_ && s_->local(); }
+  uint64_t rows_pushed() const { return s_ ? s_->rows_pushed() : 0; }
   void Close() { s_.reset(); }
 
  private:
+  node::PartitionSession p_;
   std::unique_ptr<FeedSession> s_;
   std::unique_ptr<feed::ArrowFeeder> arrow_;  // a DataFrame's columns keep their shapes
 };
@@ -271,12 +280,11 @@ void InitFeedService(nb::module_& m) {
       .def("progress", &PyFeedReader::Progress);
 
   nb::class_<PyFeedSession>(m, "FeedSession")
-      .def(nb::init<const std::string&, int, const std::string&, int, const std::string&,
-                    const std::string&, uint64_t, int64_t, bool, double, bool>(),
-           nb::arg("cluster_id"), nb::arg("executor_id"), nb::arg("host"), nb::arg("port"),
-           nb::arg("token"), nb::arg("queue"), nb::arg("feed"), nb::arg("partition"),
-           nb::arg("inference"),
-           nb::arg("timeout"), nb::arg("prefer_local") = true)
+      .def(nb::init<const std::string&, int64_t, bool>(), nb::arg("job"), nb::arg("partition"),
+           nb::arg("inference"))
+      .def_prop_ro("stopped", &PyFeedSession::stopped)
+      .def_prop_ro("feed_index", &PyFeedSession::feed_index)
+      .def_prop_ro("context", &PyFeedSession::context)
       .def("push", &PyFeedSession::Push, nb::arg("batch"))
       .def("push_rows", &PyFeedSession::PushRows, nb::arg("batcher"))
       .def("push_arrow", &PyFeedSession::PushArrow, nb::arg("batch"))

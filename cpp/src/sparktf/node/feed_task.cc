@@ -96,18 +96,19 @@ Result<FeedJob> FeedJob::Parse(std::string_view text) {
   return job;
 }
 
-Result<std::unique_ptr<ArrowPartitionFeed>> ArrowPartitionFeed::Open(const FeedJob& job,
-                                                                     int64_t partition) {
+Result<PartitionSession> OpenPartitionSession(const FeedJob& job, int64_t partition,
+                                              bool inference) {
   const std::string choosing = "feeding partition " + std::to_string(partition) +
                                ": choosing its node";
   auto coordinator = ParseHostPort(job.coordinator);
   if (!coordinator.ok()) return coordinator.status().WithContext(choosing);
-  FeedJob::Target target;
+  PartitionSession out;
+  out.partition = partition;
   bool other_host = false;
   if (job.modulo || job.partitions <= 0) {
-    target = job.targets[static_cast<size_t>(partition) % job.targets.size()];
-    const char* here = std::getenv("SPARK_LOCAL_IP");
-    other_host = here && *here && target.host != here;
+    out.target = job.targets[static_cast<size_t>(partition) % job.targets.size()];
+    const char* here = std::getenv("SPARK_LOCAL_IP");  // this host, where Spark says it
+    other_host = here && *here && out.target.host != here;
   } else {
     auto assigned = AssignFeedTarget(*coordinator, job.token, job.feed_id, partition,
                                      job.partitions, job.generation,
@@ -115,70 +116,76 @@ Result<std::unique_ptr<ArrowPartitionFeed>> ArrowPartitionFeed::Open(const FeedJ
     if (!assigned.ok()) return assigned.status().WithContext(choosing);
     bool found = false;
     for (const auto& t : job.targets) {
-      if (t.executor_id == assigned->first) target = t, found = true;
+      if (t.executor_id == assigned->first) out.target = t, found = true;
     }
     if (!found) {
       return Status::Internal(choosing + ": the coordinator chose executor " +
                               std::to_string(assigned->first) + ", which is not fed");
     }
-    // A node on another host is fed over TCP, even where the hosts share a kernel.
-    other_host = target.host != assigned->second;
+    // A node on another host is fed over TCP, even where the hosts share a kernel (hosts
+    // simulated by loopback addresses), whose shared memory would be reachable.
+    other_host = out.target.host != assigned->second;
   }
-  std::unique_ptr<ArrowPartitionFeed> feed(new ArrowPartitionFeed(partition, target));
   FeedTarget where;
   where.cluster_id = job.cluster_id;
-  where.executor_id = target.executor_id;
-  where.address = {target.host, target.feed_port};
+  where.executor_id = out.target.executor_id;
+  where.address = {out.target.host, out.target.feed_port};
   where.prefer_local = !job.force_tcp && !other_host;
   auto session = FeedSession::Open(where, job.token, job.qname, job.feed_id, partition,
-                                   /*inference=*/false, job.timeout);
+                                   inference, job.timeout);
   if (session.ok()) {
-    feed->session_ = std::move(*session);
-    return feed;
+    out.session = std::move(*session);
+    return out;
   }
   const StatusCode code = session.status().code();
   if (code != StatusCode::kUnavailable && code != StatusCode::kNotFound &&
       code != StatusCode::kAborted) {
-    return feed->WithNode(session.status());
+    return out.WithNode(session.status());
   }
-  const auto failure = NodeFailure(*coordinator, job.token, target.executor_id,
+  const auto failure = NodeFailure(*coordinator, job.token, out.target.executor_id,
                                    std::chrono::milliseconds(10000));
-  if (failure && failure->empty()) {  // it finished reading: skip the rows
-    feed->stopped_ = true;
-    return feed;
+  if (failure && failure->empty() && !inference) return out;  // it finished reading
+  if (failure) {
+    return out.WithNode(Status::Aborted(
+        "the node is gone: " + (failure->empty() ? "its map_fun returned" : *failure)));
   }
-  if (failure) return feed->WithNode(Status::Aborted("the node is gone: " + *failure));
-  return feed->WithNode(session.status());
+  return out.WithNode(session.status());
+}
+
+std::string PartitionSession::Describe() const {
+  return "feeding partition " + std::to_string(partition) + " to node " +
+         std::to_string(target.executor_id) + " (" + target.job_name + ":" +
+         std::to_string(target.task_index) + " on " + target.host + ")";
+}
+
+Result<std::unique_ptr<ArrowPartitionFeed>> ArrowPartitionFeed::Open(const FeedJob& job,
+                                                                     int64_t partition) {
+  ASSIGN_OR_RETURN(PartitionSession s, OpenPartitionSession(job, partition, false));
+  return std::unique_ptr<ArrowPartitionFeed>(new ArrowPartitionFeed(std::move(s)));
 }
 
 Result<uint64_t> ArrowPartitionFeed::Push(const ArrowSchema& schema, const ArrowArray& batch) {
   if (stopped_) return uint64_t{0};
   uint64_t pushed = 0;
   const Status st = feeder_.Feed(
-      schema, batch, [this](feed::MessageParts parts, uint64_t) { return session_->Push(parts); },
-      &pushed);
+      schema, batch,
+      [this](feed::MessageParts parts, uint64_t) { return s_.session->Push(parts); }, &pushed);
   if (st.code() == StatusCode::kCancelled) {  // the consumer stopped reading on purpose
     stopped_ = true;
     return pushed;
   }
-  if (!st.ok()) return WithNode(st);
+  if (!st.ok()) return s_.WithNode(st);
   return pushed;
 }
 
 Status ArrowPartitionFeed::Finish() {
-  if (!session_) return Status::OK();
-  const Status st = session_->Finish();
+  if (!s_.session) return Status::OK();
+  const Status st = s_.session->Finish();
   if (st.code() == StatusCode::kCancelled) {  // over TCP, the agent may tell it only now
     stopped_ = true;
     return Status::OK();
   }
-  return st.ok() ? st : WithNode(st);
-}
-
-Status ArrowPartitionFeed::WithNode(const Status& st) const {
-  return st.WithContext("feeding partition " + std::to_string(partition_) + " to node " +
-                        std::to_string(target_.executor_id) + " (" + target_.job_name + ":" +
-                        std::to_string(target_.task_index) + " on " + target_.host + ")");
+  return st.ok() ? st : s_.WithNode(st);
 }
 
 }  // namespace sparktf::node

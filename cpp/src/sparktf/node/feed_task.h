@@ -57,6 +57,26 @@ struct FeedJob {
   static Result<FeedJob> Parse(std::string_view json);
 };
 
+// A feeding task's session to its partition's node: the node chosen for this task's host
+// by the coordinator (FEED_ASSIGN), or node partition mod W with placement "modulo" or
+// no partition count; shared memory when that node is on this host, TCP otherwise.
+struct PartitionSession {
+  int64_t partition = 0;
+  FeedJob::Target target;
+  std::unique_ptr<FeedSession> session;  // null: the node finished reading; skip the rows
+  // "feeding partition P to node E (job:task on host)".
+  std::string Describe() const;
+  // `st` in that context.
+  Status WithNode(const Status& st) const { return st.WithContext(Describe()); }
+};
+
+// Opens partition `partition`'s session. When its node has finished reading, a training
+// task gets a PartitionSession without a session (its rows are skipped) and an inference
+// task an Aborted error (its rows would have no result). Errors name the partition, and
+// the node once chosen; a node that is gone is said to be, with the coordinator's reason.
+Result<PartitionSession> OpenPartitionSession(const FeedJob& job, int64_t partition,
+                                              bool inference);
+
 // One DataFrame partition fed from Arrow record batches (the JVM feeder's task).
 class ArrowPartitionFeed {
  public:
@@ -72,18 +92,15 @@ class ArrowPartitionFeed {
   // counted went to the agent and were skipped there.
   Status Finish();
   bool stopped() const { return stopped_; }
-  bool local() const { return session_ && session_->local(); }
-  int feed_index() const { return target_.feed_index; }
+  bool local() const { return s_.session && s_.session->local(); }
+  int feed_index() const { return s_.target.feed_index; }
 
  private:
-  ArrowPartitionFeed(int64_t partition, FeedJob::Target target)
-      : partition_(partition), target_(std::move(target)) {}
-  Status WithNode(const Status& st) const;
+  explicit ArrowPartitionFeed(PartitionSession s)
+      : s_(std::move(s)), stopped_(s_.session == nullptr) {}
 
-  int64_t partition_;
-  FeedJob::Target target_;
-  std::unique_ptr<FeedSession> session_;  // null when the node had stopped reading
-  bool stopped_ = false;                  // the node reads no more: skip the rest
+  PartitionSession s_;
+  bool stopped_;  // the node reads no more: skip the rest
   feed::ArrowFeeder feeder_;
 };
 

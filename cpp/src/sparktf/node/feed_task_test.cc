@@ -172,6 +172,21 @@ TEST_P(ArrowPartitionFeedTest, ANullNamesTheColumnAndThePartitionsNode) {
             "or drop them before feeding");
 }
 
+TEST_P(ArrowPartitionFeedTest, ANodeWithoutAFeedIsGoneWithTheCoordinatorsReason) {
+  // The node's agent is gone, and the coordinator (127.0.0.1:1) does not answer.
+  server_.reset();
+  for (const bool inference : {false, true}) {
+    auto s = OpenPartitionSession(job_, 4, inference);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.status().code(), StatusCode::kAborted) << s.status().ToString();
+    EXPECT_EQ(s.status().message().rfind("feeding partition 4 to node 0 (worker:0 on 127.0.0.1): "
+                                         "the node is gone: the cluster's coordinator is gone",
+                                         0),
+              0u)
+        << s.status().message();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, ArrowPartitionFeedTest, ::testing::Bool());
 
 }  // namespace
