@@ -8,7 +8,9 @@ cross-entropy), batches of 256, `--rows` rows of 784 float32 values and an int l
 (a cached DataFrame with an array<float> column, made in the JVM, 8 partitions). sparktf
 runs one node on local-cluster[2,1,2048] (the executors feed it through the JVM feeder
 while it trains, on the same 2 cores); the baseline runs in a plain Python process with the same threads.
-Each side runs in a fresh process per round, rounds interleaved; steps/s is measured
+Also Spark's own cost of reading the cached rows (toRdd().count() in the executors, no
+feed): what any feed from this DataFrame pays on the shared cores before sparktf does
+anything. Each side runs in a fresh process per round, rounds interleaved; steps/s is measured
 by a Keras callback from the end of the first 20 steps (TensorFlow's tracing and the
 first batches) to the last step. Input stall: the share of the node's time in
 next() waiting for a batch (the feed's wait_us over the timed span).
@@ -18,7 +20,10 @@ cores are not the trainer's: the baseline runs on CPU 0 alone; sparktf's driver,
 executors, their Python workers and the node's agent on CPU 1, and the node's TF process
 moves itself to CPU 0 before it builds the model.
 
+With --tf-threads N, both sides set TensorFlow's intra-op threads to N.
+
 Usage: .venv/bin/python bench/keras_feed_bench.py [--rows 120000] [--rounds 3] [--pin]
+       [--tf-threads N]
 """
 
 import argparse
@@ -34,6 +39,14 @@ BATCH = 256
 WARM_STEPS = 20
 WIDTH = 784
 PARTITIONS = 8
+
+
+def set_tf_threads(n: int) -> None:
+    """TensorFlow's intra-op threads (0: its default); before TensorFlow runs anything."""
+    import tensorflow as tf
+
+    if n:
+        tf.config.threading.set_intra_op_parallelism_threads(n)
 
 
 def model():
@@ -79,6 +92,7 @@ def node_fun(args, ctx):
     """map_fun of the sparktf node: fit on the feed, write steps/s and the input stall."""
     if args["pin"]:
         pin_process(0)
+    set_tf_threads(args["tf_threads"])
     m = model()
     timer = StepTimer()
     feed = ctx.get_data_feed()  # for its progress: rows, batches, time spent waiting
@@ -94,13 +108,12 @@ def node_fun(args, ctx):
                   f)
 
 
-def run_sparktf(rows: int, pin: bool) -> dict:
-    if pin:  # inherited by the JVMs, the Python workers and the node's agent
-        pin_process(1)
+def cached_df(rows: int):
+    """(spark, the benchmark's cached DataFrame) on local-cluster[2,1,2048]."""
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    from sparktf import TFCluster, jvm
+    from sparktf import jvm
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
     spark = (SparkSession.builder.master("local-cluster[2,1,2048]")
@@ -111,8 +124,36 @@ def run_sparktf(rows: int, pin: bool) -> dict:
     df = spark.range(rows, numPartitions=PARTITIONS).select(
         F.array(*values).alias("x"), (F.col("id") % 10).cast("int").alias("label")).cache()
     assert df.count() == rows
+    return spark, df
+
+
+def run_cache_read(rows: int, pin: bool, tf_threads: int) -> dict:
+    """Rows/s of Spark alone reading the cached DataFrame's rows in its executors
+    (queryExecution().toRdd().count(): no feed, no Python worker), the median of 3 reads
+    after an untimed one: the part of the feed's cost that comes from Spark's cache."""
+    if pin:
+        pin_process(1)
+    spark, df = cached_df(rows)
+    rdd = df._jdf.queryExecution().toRdd()
+    rdd.count()
+    rates = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        assert rdd.count() == rows
+        rates.append(rows / (time.perf_counter() - t0))
+    spark.stop()
+    return {"rows_per_s": statistics.median(rates)}
+
+
+def run_sparktf(rows: int, pin: bool, tf_threads: int) -> dict:
+    if pin:  # inherited by the JVMs, the Python workers and the node's agent
+        pin_process(1)
+    from sparktf import TFCluster
+
+    spark, df = cached_df(rows)
     out = tempfile.mkdtemp()
-    cluster = TFCluster.run(spark.sparkContext, node_fun, {"out": out, "pin": pin}, 1,
+    cluster = TFCluster.run(spark.sparkContext, node_fun,
+                            {"out": out, "pin": pin, "tf_threads": tf_threads}, 1,
                             input_mode=TFCluster.InputMode.SPARK)
     stats = cluster.train(df, num_epochs=1)
     cluster.shutdown(timeout=300)
@@ -121,12 +162,13 @@ def run_sparktf(rows: int, pin: bool) -> dict:
     return json.load(open(os.path.join(out, "result.json")))
 
 
-def run_memory(rows: int, pin: bool) -> dict:
+def run_memory(rows: int, pin: bool, tf_threads: int) -> dict:
     if pin:
         pin_process(0)
     import numpy as np
     import tensorflow as tf
 
+    set_tf_threads(tf_threads)
     g = np.random.default_rng(0)
     x = g.random((rows, WIDTH), dtype=np.float32)
     y = (np.arange(rows) % 10).astype(np.int32)
@@ -136,9 +178,10 @@ def run_memory(rows: int, pin: bool) -> dict:
     return {"steps_per_s": timer.rate(), "steps": timer.steps, "stall": None}
 
 
-def run(side: str, rows: int, pin: bool) -> dict:
+def run(side: str, rows: int, pin: bool, tf_threads: int) -> dict:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    cmd = [sys.executable, os.path.abspath(__file__), "--side", side, "--rows", str(rows)]
+    cmd = [sys.executable, os.path.abspath(__file__), "--side", side, "--rows", str(rows),
+           "--tf-threads", str(tf_threads)]
     p = subprocess.run(cmd + (["--pin"] if pin else []), capture_output=True, text=True, env=env,
                        cwd=tempfile.gettempdir(), timeout=1800)
     for line in p.stdout.splitlines():
@@ -153,25 +196,34 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--pin", action="store_true",
                     help="training on CPU 0 alone, the feed on CPU 1 (both sides)")
+    ap.add_argument("--tf-threads", type=int, default=0,
+                    help="TensorFlow's intra-op threads on both sides (0: its default)")
     ap.add_argument("--side", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.side:
-        run_side = run_sparktf if args.side == "sparktf" else run_memory
-        result = run_side(args.rows, args.pin)
+        run_side = {"sparktf": run_sparktf, "memory": run_memory,
+                    "cache-read": run_cache_read}[args.side]
+        result = run_side(args.rows, args.pin, args.tf_threads)
         print("RESULT " + json.dumps(result), flush=True)
         return
     got = {"sparktf": [], "memory": []}
     for r in range(args.rounds):
         for side in got:
-            got[side].append(run(side, args.rows, args.pin))
+            got[side].append(run(side, args.rows, args.pin, args.tf_threads))
         print(f"round {r + 1}: " + ", ".join(f"{k} {v[-1]['steps_per_s']:.1f} steps/s"
                                              for k, v in got.items()), flush=True)
     rate = {k: statistics.median(x["steps_per_s"] for x in v) for k, v in got.items()}
     stall = statistics.median(x["stall"] for x in got["sparktf"])
     ratios = [a["steps_per_s"] / b["steps_per_s"] for a, b in zip(got["sparktf"], got["memory"])]
+    reads = [run("cache-read", args.rows, args.pin, 0)["rows_per_s"] for _ in range(args.rounds)]
+    read = statistics.median(reads)
+    # the cores Spark spends reading its cache at sparktf's rate (2 executors of 1 core)
+    read_cores = (1 if args.pin else 2) * rate["sparktf"] * BATCH / read
     print(f"\n{args.rows:,} rows of 784 float32 + label, batches of {BATCH}, medians of "
           f"{args.rounds} runs" + (", training on a core of its own (--pin)" if args.pin else
-                                   ", all on the same 2 cores") + "\n"
+                                   ", all on the same 2 cores") +
+          (f", TensorFlow with {args.tf_threads} intra-op thread(s)" if args.tf_threads else "") +
+          "\n"
           "| | steps/s (median) | min | max | input stall |\n|---|---|---|---|---|\n"
           f"| sparktf, fit(ctx.dataset) fed by cluster.train(df) | {rate['sparktf']:.1f} | "
           f"{min(x['steps_per_s'] for x in got['sparktf']):.1f} | "
@@ -180,7 +232,12 @@ def main():
           f"{min(x['steps_per_s'] for x in got['memory']):.1f} | "
           f"{max(x['steps_per_s'] for x in got['memory']):.1f} | |\n"
           f"\nsparktf / in memory: **{rate['sparktf'] / rate['memory']:.2f}** (target 0.8); "
-          "per run: " + ", ".join(f"{x:.2f}" for x in ratios))
+          "per run: " + ", ".join(f"{x:.2f}" for x in ratios) + "\n"
+          f"Spark alone reading the cached rows (toRdd().count()): {read:,.0f} rows/s "
+          f"(median of {args.rounds} runs, each the median of 3 reads); at sparktf's "
+          f"{rate['sparktf'] * BATCH:,.0f} rows/s that read alone takes {read_cores:.2f} "
+          f"of the {1 if args.pin else 2} feeding core(s)" +
+          ("" if args.pin else f", leaving training {2 - read_cores:.2f} of the 2"))
 
 
 if __name__ == "__main__":

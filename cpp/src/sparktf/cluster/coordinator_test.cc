@@ -5,8 +5,11 @@
 
 #include <nlohmann/json.hpp>
 #include <atomic>
+#include <cstring>
 #include <optional>
+#include <span>
 #include <thread>
+#include <vector>
 
 namespace sparktf::cluster {
 namespace {
@@ -402,6 +405,59 @@ TEST(FrameDecoderTest, SplitsAndRejects) {
     EXPECT_FALSE(d2.Next(&f, &have).ok()) << "flip at " << at;
     EXPECT_FALSE(d2.Next(&f, &have).ok());  // sticky
   }
+  EXPECT_TRUE(TokensEqual("abc", "abc"));
+  EXPECT_FALSE(TokensEqual("abc", "abd"));
+  EXPECT_FALSE(TokensEqual("abc", "abcd"));
+}
+
+// What Connection::ReadAvailable does: reads straight into the room Reserve gives.
+TEST(FrameDecoderTest, ReservesTheRestOfALargeFrameAndKeepsWhatFollows) {
+  std::string big(300000, '\0');
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 7);
+  std::string bytes;
+  AppendFrame(MessageType::kFeedData, big, &bytes);
+  AppendFrame(MessageType::kFeedEnd, "{}", &bytes);
+  AppendFrame(MessageType::kFeedData, big.substr(0, 1000), &bytes);
+  FrameDecoder d;
+  std::vector<Frame> got;
+  size_t at = 0;
+  for (size_t chunk : {5u, 7u, 70000u, 1u}) {  // a split header, then the rest in a read
+    std::span<char> room = d.Reserve(chunk);
+    ASSERT_GE(room.size(), chunk);
+    if (at == 12) {
+      EXPECT_GE(room.size(), big.size()) << "the rest of the frame in one read";
+    }
+    std::memcpy(room.data(), bytes.data() + at, chunk);
+    d.Commit(chunk);
+    at += chunk;
+  }
+  while (at < bytes.size()) {
+    std::span<char> room = d.Reserve(4096);
+    const size_t n = std::min(room.size(), bytes.size() - at);
+    std::memcpy(room.data(), bytes.data() + at, n);
+    d.Commit(n);
+    at += n;
+    Frame f;
+    bool have = true;
+    while (have) {
+      ASSERT_TRUE(d.Next(&f, &have).ok());
+      if (have) got.push_back(f);
+    }
+  }
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].payload, big);
+  EXPECT_EQ(got[1].type, MessageType::kFeedEnd);
+  EXPECT_EQ(got[1].payload, "{}");
+  EXPECT_EQ(got[2].payload, big.substr(0, 1000));
+  EXPECT_EQ(d.buffered(), 0u);
+  // A header that is not a frame's asks for no room by its length field.
+  FrameDecoder bad(1 << 20);
+  std::string junk(12, '\xff');
+  bad.Feed(junk);
+  EXPECT_LT(bad.Reserve(16).size(), size_t{1} << 20);
+}
+
+TEST(TokensEqualTest, ComparesWhole) {
   EXPECT_TRUE(TokensEqual("abc", "abc"));
   EXPECT_FALSE(TokensEqual("abc", "abd"));
   EXPECT_FALSE(TokensEqual("abc", "abcd"));

@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -47,29 +48,66 @@ std::string_view MessageTypeName(MessageType type) {
   return "UNKNOWN";
 }
 
+void EncodeFrameHeader(MessageType type, uint32_t payload_size, char out[kFrameHeaderSize]) {
+  const uint32_t magic = kFrameMagic;
+  const uint16_t version = kProtocolVersion;
+  const auto t = static_cast<uint16_t>(type);
+  std::memcpy(out, &magic, 4);
+  std::memcpy(out + 4, &version, 2);
+  std::memcpy(out + 6, &t, 2);
+  std::memcpy(out + 8, &payload_size, 4);
+}
+
 void AppendFrame(MessageType type, std::span<const std::string_view> payload_parts,
                  std::string* out) {
   size_t size = 0;
   for (std::string_view part : payload_parts) size += part.size();
   char header[kFrameHeaderSize];
-  const uint32_t magic = kFrameMagic;
-  const uint16_t version = kProtocolVersion;
-  const auto t = static_cast<uint16_t>(type);
-  const auto len = static_cast<uint32_t>(size);
-  std::memcpy(header, &magic, 4);
-  std::memcpy(header + 4, &version, 2);
-  std::memcpy(header + 6, &t, 2);
-  std::memcpy(header + 8, &len, 4);
+  EncodeFrameHeader(type, static_cast<uint32_t>(size), header);
   out->reserve(out->size() + kFrameHeaderSize + size);
   out->append(header, kFrameHeaderSize);
   for (std::string_view part : payload_parts) out->append(part);
+}
+
+void FrameDecoder::Feed(std::string_view bytes) {
+  if (bytes.empty()) return;
+  std::span<char> room = Reserve(bytes.size());
+  std::memcpy(room.data(), bytes.data(), bytes.size());
+  Commit(bytes.size());
+}
+
+std::span<char> FrameDecoder::Reserve(size_t min) {
+  size_t want = min;
+  uint32_t magic = 0;
+  if (buffered() >= kFrameHeaderSize) std::memcpy(&magic, buf_.get() + begin_, 4);
+  if (magic == kFrameMagic) {  // the rest of this frame, within the limit
+    uint32_t len;
+    std::memcpy(&len, buf_.get() + begin_ + 8, 4);
+    const size_t frame = kFrameHeaderSize + std::min<size_t>(len, max_frame_size_);
+    if (frame > buffered()) want = std::max(want, frame - buffered());
+  }
+  if (capacity_ - end_ < want) {
+    const size_t kept = buffered();
+    if (capacity_ - kept >= want && begin_ > 0) {
+      std::memmove(buf_.get(), buf_.get() + begin_, kept);
+    } else {
+      const size_t capacity = std::max(kept + want, 2 * capacity_);
+      auto bigger = std::make_unique_for_overwrite<char[]>(capacity);
+      if (kept > 0) std::memcpy(bigger.get(), buf_.get() + begin_, kept);
+      buf_ = std::move(bigger);
+      capacity_ = capacity;
+    }
+    begin_ = 0;
+    end_ = kept;
+  }
+  return {buf_.get() + end_, capacity_ - end_};
 }
 
 Status FrameDecoder::Next(Frame* frame, bool* have) {
   *have = false;
   if (!error_.ok()) return error_;
   if (buffered() < kFrameHeaderSize) return Status::OK();
-  const char* h = buf_.data() + pos_;
+  const char* h = buf_.get() + begin_;
   uint32_t magic, len;
   uint16_t version, type;
   std::memcpy(&magic, h, 4);
@@ -95,11 +133,8 @@ Status FrameDecoder::Next(Frame* frame, bool* have) {
   if (buffered() < kFrameHeaderSize + len) return Status::OK();
   frame->type = static_cast<MessageType>(type);
   frame->payload.assign(h + kFrameHeaderSize, len);
-  pos_ += kFrameHeaderSize + len;
-  if (pos_ > (1 << 16) && pos_ * 2 > buf_.size()) {
-    buf_.erase(0, pos_);
-    pos_ = 0;
-  }
+  begin_ += kFrameHeaderSize + len;
+  if (begin_ == end_) begin_ = end_ = 0;
   *have = true;
   return Status::OK();
 }
@@ -168,12 +203,13 @@ Status Connection::Send(MessageType type, std::string_view payload) {
 }
 
 Status Connection::ReadAvailable() {
-  char buf[65536];
   while (true) {
-    ssize_t n = ::recv(fd_.get(), buf, sizeof(buf), MSG_DONTWAIT);
+    // Straight into the decoder's buffer: a large frame in one read where the socket has it.
+    std::span<char> room = decoder_.Reserve(65536);
+    ssize_t n = ::recv(fd_.get(), room.data(), room.size(), MSG_DONTWAIT);
     if (n > 0) {
-      decoder_.Feed({buf, static_cast<size_t>(n)});
-      if (static_cast<size_t>(n) < sizeof(buf)) return Status::OK();
+      decoder_.Commit(static_cast<size_t>(n));
+      if (static_cast<size_t>(n) < room.size()) return Status::OK();
       continue;
     }
     if (n == 0) return Status::Unavailable(peer_.ToString() + " closed the connection");

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -68,6 +69,9 @@ struct Frame {
   std::string payload;
 };
 
+// The 12-byte header of a frame of `type` whose payload is `payload_size` bytes.
+void EncodeFrameHeader(MessageType type, uint32_t payload_size, char out[kFrameHeaderSize]);
+
 // Appends a frame whose payload is the concatenation of `payload_parts`.
 void AppendFrame(MessageType type, std::span<const std::string_view> payload_parts,
                  std::string* out);
@@ -81,15 +85,20 @@ class FrameDecoder {
  public:
   explicit FrameDecoder(size_t max_frame_size = kDefaultMaxFrameSize)
       : max_frame_size_(max_frame_size) {}
-  void Feed(std::string_view bytes) { buf_.append(bytes); }
+  void Feed(std::string_view bytes);
+  // Room for at least `min` bytes after those buffered, or for the rest of the frame
+  // being decoded when that is more (up to the size limit): read bytes into it, then
+  // Commit(n) the n that were read. Nothing else may run between the two.
+  std::span<char> Reserve(size_t min);
+  void Commit(size_t n) { end_ += n; }
   // OK with *have = false when more bytes are needed. InvalidArgument for a bad
   // header, ResourceExhausted for a frame over the size limit.
   Status Next(Frame* frame, bool* have);
-  size_t buffered() const { return buf_.size() - pos_; }
+  size_t buffered() const { return end_ - begin_; }
 
  private:
-  std::string buf_;
-  size_t pos_ = 0;
+  std::unique_ptr<char[]> buf_;  // bytes [begin_, end_) are buffered
+  size_t capacity_ = 0, begin_ = 0, end_ = 0;
   size_t max_frame_size_;
   Status error_;
 };

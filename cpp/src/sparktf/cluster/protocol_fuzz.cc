@@ -4,8 +4,12 @@
 #include <sys/socket.h>
 
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "sparktf/cluster/coordinator.h"
 
@@ -25,6 +29,32 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     d.Feed({reinterpret_cast<const char*>(data) + cut, size - cut});
     for (int i = 0; i < 1000 && d.Next(&f, &have).ok() && have; ++i) {
       if (f.payload.size() > 4096) __builtin_trap();
+    }
+  }
+  // Read as Connection reads a socket: into Reserve's room, in input-chosen chunks, with
+  // frames taken between reads; the frames must be those of the bytes fed at once.
+  {
+    FrameDecoder whole(4096), chunked(4096);
+    whole.Feed({reinterpret_cast<const char*>(data), size});
+    std::vector<Frame> want, got;
+    Frame f;
+    bool have = false;
+    Status wst, cst;
+    while ((wst = whole.Next(&f, &have)).ok() && have) want.push_back(f);
+    size_t at = 0;
+    for (size_t k = 0; at < size && cst.ok(); ++k) {
+      const size_t chunk = 1 + data[k % size] % 97;
+      std::span<char> room = chunked.Reserve(chunk);
+      if (room.size() < chunk) __builtin_trap();
+      const size_t n = std::min({room.size(), size - at, chunk * 13});
+      std::memcpy(room.data(), data + at, n);
+      chunked.Commit(n);
+      at += n;
+      while ((cst = chunked.Next(&f, &have)).ok() && have) got.push_back(f);
+    }
+    if (got.size() != want.size() || cst.code() != wst.code()) __builtin_trap();
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (got[i].type != want[i].type || got[i].payload != want[i].payload) __builtin_trap();
     }
   }
   // A live coordinator, fresh for each input: an input that forms a cluster must not

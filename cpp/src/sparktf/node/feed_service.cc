@@ -4,11 +4,13 @@
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <climits>
 #include <nlohmann/json.hpp>
 
 #include "sparktf/feed/stream.h"
@@ -344,19 +346,35 @@ Status FeedSession::TakeIncoming(bool* done) {
 }
 
 Status FeedSession::SendFrame(MessageType type, feed::MessageParts payload) {
-  std::string frame;
-  cluster::AppendFrame(type, payload, &frame);
-  size_t off = 0;
+  // The header and the parts go out as they are (sendmsg), not assembled into one buffer.
+  size_t size = 0;
+  for (std::string_view part : payload) size += part.size();
+  char header[cluster::kFrameHeaderSize];
+  cluster::EncodeFrameHeader(type, static_cast<uint32_t>(size), header);
+  std::vector<iovec> iov{{header, sizeof(header)}};
+  for (std::string_view part : payload) {
+    if (!part.empty()) iov.push_back({const_cast<char*>(part.data()), part.size()});
+  }
+  size_t next = 0;  // iov[next] is the first part not wholly sent
   auto deadline = Clock::now() + timeout_;
-  while (off < frame.size()) {
+  while (next < iov.size()) {
     pollfd p{conn_.fd(), POLLIN | POLLOUT, 0};
     const int left = Ms(std::chrono::duration_cast<milliseconds>(deadline - Clock::now()));
     if (::poll(&p, 1, std::min(left, 1000)) < 0 && errno != EINTR) return Status::FromErrno("poll", errno);
     if (p.revents & (POLLIN | POLLHUP | POLLERR)) RETURN_NOT_OK(TakeIncoming(nullptr));
     if (p.revents & POLLOUT) {
-      ssize_t n = ::send(conn_.fd(), frame.data() + off, frame.size() - off, MSG_DONTWAIT | MSG_NOSIGNAL);
+      msghdr msg{};
+      msg.msg_iov = iov.data() + next;
+      msg.msg_iovlen = std::min<size_t>(iov.size() - next, IOV_MAX);
+      ssize_t n = ::sendmsg(conn_.fd(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
       if (n > 0) {
-        off += static_cast<size_t>(n);
+        for (auto sent = static_cast<size_t>(n); sent > 0;) {
+          const size_t take = std::min(sent, iov[next].iov_len);
+          iov[next].iov_base = static_cast<char*>(iov[next].iov_base) + take;
+          iov[next].iov_len -= take;
+          sent -= take;
+          if (iov[next].iov_len == 0) ++next;
+        }
         deadline = Clock::now() + timeout_;
       } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
         const int err = errno;
