@@ -190,19 +190,19 @@ class PyFeedSession {
       }();
     }
     p_ = ValueOrThrow(std::move(s));
-    if (p_.session) s_ = std::move(p_.session);
   }
   // True when the node had finished reading: nothing can be pushed; skip the rows.
-  bool stopped() const { return s_ == nullptr; }
+  bool stopped() const { return p_.session == nullptr; }
   int feed_index() const { return p_.target.feed_index; }
   std::string context() const { return p_.Describe(); }
   // False when the consumer stopped reading on purpose: skip the rest.
   bool Push(nb::bytes batch) {
     std::string_view b(batch.c_str(), batch.size());
+    FeedSession& session = Session();
     Status st;
     {
       nb::gil_scoped_release release;
-      st = s_->Push(b);
+      st = session.Push(b);
     }
     if (st.code() == StatusCode::kCancelled) return false;
     ThrowIfError(st);
@@ -210,9 +210,10 @@ class PyFeedSession {
   }
   // Pushes the rows of a RowBatcher (see Push).
   bool PushRows(nb::handle batcher) {
-    Status st = PushRowBatch(batcher, [this](feed::MessageParts batch) {
+    FeedSession& session = Session();
+    Status st = PushRowBatch(batcher, [&session](feed::MessageParts batch) {
       nb::gil_scoped_release release;
-      return s_->Push(batch);
+      return session.Push(batch);
     });
     if (st.code() == StatusCode::kCancelled) return false;
     ThrowIfError(st);
@@ -223,13 +224,16 @@ class PyFeedSession {
   // the consumer stopped reading (skip the rest). The GIL is released throughout.
   uint64_t PushArrow(nb::handle batch) {
     ArrowBatchView view(batch);
+    FeedSession& session = Session();
     if (!arrow_) arrow_ = std::make_unique<feed::ArrowFeeder>();
     uint64_t pushed = 0;
     Status st;
     {
       nb::gil_scoped_release release;
       st = arrow_->Feed(view.schema(), view.array(),
-                        [this](feed::MessageParts parts, uint64_t) { return s_->Push(parts); },
+                        [&session](feed::MessageParts parts, uint64_t) {
+                          return session.Push(parts);
+                        },
                         &pushed);
     }
     if (st.code() != StatusCode::kCancelled) ThrowIfError(st);
@@ -238,25 +242,33 @@ class PyFeedSession {
   // A consumer that stopped reading is not an error (over TCP the agent may tell it only
   // now, after rows that were pushed to it were skipped there).
   void Finish() {
+    FeedSession& session = Session();
     Status st;
     {
       nb::gil_scoped_release release;
-      st = s_->Finish();
+      st = session.Finish();
     }
     if (st.code() != StatusCode::kCancelled) ThrowIfError(st);
   }
   nb::list Results() {
     nb::list out;
-    for (const auto& r : s_->TakeResults()) out.append(ToBytes(r));
+    for (const auto& r : Session().TakeResults()) out.append(ToBytes(r));
     return out;
   }
-  bool local() const { return s_ && s_->local(); }
-  uint64_t rows_pushed() const { return s_ ? s_->rows_pushed() : 0; }
-  void Close() { s_.reset(); }
+  bool local() const { return p_.session && p_.session->local(); }
+  uint64_t rows_pushed() const { return p_.session ? p_.session->rows_pushed() : 0; }
+  void Close() { p_.session.reset(); }
 
  private:
-  node::PartitionSession p_;
-  std::unique_ptr<FeedSession> s_;
+  // The open session, with the GIL held; an error once stopped or closed.
+  FeedSession& Session() {
+    if (!p_.session) {
+      ThrowIfError(Status::InvalidArgument(p_.Describe() + ": the session is stopped or closed"));
+    }
+    return *p_.session;
+  }
+
+  node::PartitionSession p_;  // its session is null once stopped or closed
   std::unique_ptr<feed::ArrowFeeder> arrow_;  // a DataFrame's columns keep their shapes
 };
 
