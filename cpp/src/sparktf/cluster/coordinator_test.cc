@@ -457,6 +457,48 @@ TEST(FrameDecoderTest, ReservesTheRestOfALargeFrameAndKeepsWhatFollows) {
   EXPECT_LT(bad.Reserve(16).size(), size_t{1} << 20);
 }
 
+// A connected, authenticated pair over a Unix socket pair whose buffers hold `bytes`.
+std::pair<Connection, Connection> ConnectedPair(int bytes) {
+  int fds[2];
+  EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  for (int fd : fds) {
+    EXPECT_EQ(::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes)), 0);
+  }
+  std::optional<Result<Connection>> client;
+  std::thread hello([&] {
+    client.emplace(Connection::Handshake(UniqueFd(fds[1]), {"server", 0}, kToken, 5s));
+  });
+  auto server = Connection::Accept(UniqueFd(fds[0]), {"client", 0}, kToken, 5s);
+  hello.join();
+  EXPECT_TRUE(server.ok() && client->ok());
+  return {std::move(*server), std::move(**client)};
+}
+
+TEST(ConnectionTest, FramesSentBeforeTheCloseAreReceivedBeforeTheClose) {
+  // Frames whose bytes fill the reader's room exactly, so that the read which ends them is
+  // followed by one that sees the close: they must come out before Unavailable.
+  const size_t end_frame = kFrameHeaderSize + 2;
+  for (size_t total : {size_t{65536}, size_t{2 * 65536}, size_t{3 * 65536}, size_t{100000}}) {
+    for (bool with_end : {false, true}) {
+      auto [server, client] = ConnectedPair(1 << 20);
+      const std::string payload(total - kFrameHeaderSize - (with_end ? end_frame : 0), 'x');
+      ASSERT_TRUE(client.Send(MessageType::kFeedData, payload).ok());
+      if (with_end) ASSERT_TRUE(client.Send(MessageType::kFeedEnd, "{}").ok());
+      { Connection closed = std::move(client); }
+      auto first = server.Receive(5s);
+      ASSERT_TRUE(first.ok()) << total << ": " << first.status().ToString();
+      EXPECT_EQ(first->payload.size(), payload.size());
+      if (with_end) {
+        auto end = server.Receive(5s);
+        ASSERT_TRUE(end.ok()) << total << ": " << end.status().ToString();
+        EXPECT_EQ(end->type, MessageType::kFeedEnd);
+      }
+      auto after = server.Receive(5s);
+      EXPECT_EQ(after.status().code(), StatusCode::kUnavailable) << after.status().ToString();
+    }
+  }
+}
+
 TEST(TokensEqualTest, ComparesWhole) {
   EXPECT_TRUE(TokensEqual("abc", "abc"));
   EXPECT_FALSE(TokensEqual("abc", "abd"));

@@ -203,18 +203,23 @@ Status Connection::Send(MessageType type, std::string_view payload) {
 }
 
 Status Connection::ReadAvailable() {
+  bool read_some = false;
   while (true) {
     // Straight into the decoder's buffer: a large frame in one read where the socket has it.
     std::span<char> room = decoder_.Reserve(65536);
     ssize_t n = ::recv(fd_.get(), room.data(), room.size(), MSG_DONTWAIT);
     if (n > 0) {
       decoder_.Commit(static_cast<size_t>(n));
+      read_some = true;
       if (static_cast<size_t>(n) < room.size()) return Status::OK();
       continue;
     }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Status::OK();
+    // The peer closed (or reset) after what this call read: that is decoded first, and
+    // the next call, which reads the close again, reports it.
+    if (read_some) return Status::OK();
     if (n == 0) return Status::Unavailable(peer_.ToString() + " closed the connection");
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) return Status::OK();
     return Status::FromErrno("receive from " + peer_.ToString(), errno);
   }
 }

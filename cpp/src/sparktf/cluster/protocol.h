@@ -131,7 +131,8 @@ class Connection {
   Result<Frame> Call(MessageType type, std::string_view payload, MessageType expect,
                      std::chrono::milliseconds timeout);
   // For poll loops: reads what is available into the decoder (non-blocking).
-  // Unavailable when the peer closed.
+  // Unavailable when the peer closed and this call read nothing: the frames it sent
+  // before its close are buffered first.
   Status ReadAvailable();
   // The next complete frame already read, if any.
   Result<bool> NextBuffered(Frame* frame);
