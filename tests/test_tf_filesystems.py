@@ -82,6 +82,42 @@ def test_many_small_flushes_stay_readable(tf, store):
     tf.io.gfile.remove(path)
 
 
+def test_an_open_reader_follows_a_file_while_it_is_written(tf, store):
+    """As TensorBoard reads an event file: readers opened while the file is written read
+    what later flushes add: TensorFlow's record iterator resumes after the end, and
+    sparktf's own reader seeks past the length the file had when it was opened and sees
+    it grow. (S3 shows an object only when it is closed.)"""
+    from sparktf import fs
+
+    if store.startswith("s3"):
+        pytest.skip("an S3 object is not visible before it is closed")
+    tf.io.gfile.makedirs(store)
+    raw, records = f"{store}/growing.bin", f"{store}/growing.tfrecord"
+    first, later = bytes(range(256)) * 4, bytes(reversed(range(256))) * 4
+    with tf.io.gfile.GFile(raw, "wb") as w, tf.io.TFRecordWriter(records) as rw:
+        w.write(first)
+        w.flush()
+        rw.write(b"record 0")
+        rw.flush()
+        r = fs.open_input(raw)
+        it = tf.compat.v1.io.tf_record_iterator(records)
+        assert r.size() == len(first) and r.read() == first
+        assert [next(it)] == [b"record 0"]
+        with pytest.raises(StopIteration):
+            next(it)
+        w.write(later)
+        w.flush()
+        rw.write(b"record 1")
+        rw.write(b"record 2")
+        rw.flush()
+        r.seek(len(first) + 100)
+        assert r.read(50) == later[100:150]
+        assert r.size() == len(first) + len(later)
+        assert [next(it), next(it)] == [b"record 1", b"record 2"]
+        r.close()
+    tf.io.gfile.rmtree(store)
+
+
 @pytest.mark.parametrize("compression", ["", "GZIP"])
 def test_tfrecord_dataset_and_list_files(tf, store, compression):
     d = f"{store}/data"
@@ -387,11 +423,14 @@ def test_tensorboard_serves_scalars_from_hdfs(tf, hdfs):
                 tf.summary.scalar("loss", 2.0 - step, step=step)
             live.flush()
             points = scalars(port, "live", 5)
-            assert [p[1] for p in points] == [0, 1, 2, 3, 4], points
+            [event_file] = tf.io.gfile.glob(f"{logdir}/live/*")
+            on_disk = sum(1 for _ in tf.compat.v1.io.tf_record_iterator(event_file))
+            assert [p[1] for p in points] == [0, 1, 2, 3, 4], (points, on_disk)
         live.close()
     finally:
         tb.terminate()
         out = tb.communicate(timeout=30)[0]
+        print(out.decode(errors="replace")[-20000:])  # shown when the test fails
     assert tb.returncode is not None, out
 
 

@@ -71,12 +71,14 @@ int64_t Read(const TF_RandomAccessFile* file, uint64_t offset, size_t n, char* b
   auto* f = static_cast<ReadFile*>(file->plugin_file);
   std::lock_guard<std::mutex> lock(f->mu);
   if (offset != f->position) {
-    const int64_t size = f->file->Size();
-    if (size >= 0 && offset >= static_cast<uint64_t>(size)) {
+    // Not against Size(): a file being written (HDFS) may have grown since it was
+    // opened, and the seek asks.
+    Status sought = f->file->Seek(offset);
+    if (sought.code() == StatusCode::kOutOfRange) {
       TF_SetStatus(status, TF_OUT_OF_RANGE, "read past the end of the file");
       return 0;
     }
-    if (!Set(status, f->file->Seek(offset))) return -1;
+    if (!Set(status, sought)) return -1;
     f->position = offset;
   }
   size_t done = 0;

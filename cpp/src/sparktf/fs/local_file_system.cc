@@ -21,8 +21,7 @@ std::string LocalPath(const std::string& uri) {
 
 class PosixInputFile final : public RandomAccessFile {
  public:
-  PosixInputFile(int fd, std::string uri, int64_t size)
-      : fd_(fd), uri_(std::move(uri)), size_(size) {}
+  PosixInputFile(int fd, std::string uri) : fd_(fd), uri_(std::move(uri)) {}
   ~PosixInputFile() override { ::close(fd_); }
 
   Result<size_t> Read(char* dst, size_t n) override {
@@ -52,13 +51,16 @@ class PosixInputFile final : public RandomAccessFile {
     }
     return Status::OK();
   }
-  int64_t Size() const override { return size_; }
+  // Now, not when opened: a file being written grows.
+  int64_t Size() const override {
+    struct stat st;
+    return ::fstat(fd_, &st) == 0 ? static_cast<int64_t>(st.st_size) : -1;
+  }
   const std::string& name() const override { return uri_; }
 
  private:
   int fd_;
   std::string uri_;
-  int64_t size_;
 };
 
 std::string TempSibling(const std::string& path) {
@@ -175,7 +177,7 @@ class LocalFileSystem final : public FileSystem {
     }
     ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     return std::unique_ptr<RandomAccessFile>(
-        std::make_unique<PosixInputFile>(fd, uri, static_cast<int64_t>(st.st_size)));
+        std::make_unique<PosixInputFile>(fd, uri));
   }
 
   using FileSystem::OpenForWrite;

@@ -47,6 +47,7 @@ int32_t stf_reader_read(StfReader* r, uint8_t* dst, size_t n, size_t* got, char*
 int32_t stf_reader_read_at(StfReader* r, uint64_t offset, uint8_t* dst, size_t n,
                            size_t* got, char** err);
 int32_t stf_reader_seek(StfReader* r, uint64_t offset, char** err);
+uint64_t stf_reader_size(const StfReader* r);
 void stf_reader_free(StfReader* r);
 
 // create_parents: make missing parent directories (HDFS; S3 has none).

@@ -81,8 +81,8 @@ std::string PathIn(const std::string& uri) {
 
 class RemoteInputFile final : public RandomAccessFile {
  public:
-  RemoteInputFile(StfReader* reader, std::string uri, int64_t size, RemoteStatusMaker status)
-      : reader_(reader), uri_(std::move(uri)), size_(size), status_(std::move(status)) {}
+  RemoteInputFile(StfReader* reader, std::string uri, RemoteStatusMaker status)
+      : reader_(reader), uri_(std::move(uri)), status_(std::move(status)) {}
   ~RemoteInputFile() override { stf_reader_free(reader_); }
 
   Result<size_t> Read(char* dst, size_t n) override {
@@ -105,13 +105,13 @@ class RemoteInputFile final : public RandomAccessFile {
     char* err = nullptr;
     return status_(stf_reader_seek(reader_, position, &err), &err, "seek", uri_);
   }
-  int64_t Size() const override { return size_; }
+  // As last seen: an HDFS file being written grows when a read or seek reaches its end.
+  int64_t Size() const override { return static_cast<int64_t>(stf_reader_size(reader_)); }
   const std::string& name() const override { return uri_; }
 
  private:
   StfReader* reader_;
   std::string uri_;
-  int64_t size_;
   RemoteStatusMaker status_;
 };
 
@@ -218,8 +218,8 @@ class RemoteFileSystem final : public FileSystem {
     char* err = nullptr;
     RETURN_NOT_OK(status_(stf_reader_open(ctx_->fs, PathIn(uri).c_str(), &reader, &size, &err),
                           &err, "open", uri));
-    return std::unique_ptr<RandomAccessFile>(std::make_unique<RemoteInputFile>(
-        reader, uri, static_cast<int64_t>(size), status_));
+    return std::unique_ptr<RandomAccessFile>(
+        std::make_unique<RemoteInputFile>(reader, uri, status_));
   }
 
   using FileSystem::OpenForWrite;

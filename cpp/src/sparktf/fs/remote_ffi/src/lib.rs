@@ -31,6 +31,7 @@ const OK: i32 = 0;
 const INVALID_ARGUMENT: i32 = 1;
 const NOT_FOUND: i32 = 2;
 const DATA_LOSS: i32 = 3;
+const OUT_OF_RANGE: i32 = 4;
 const IO_ERROR: i32 = 5;
 const DEADLINE_EXCEEDED: i32 = 6;
 const UNAVAILABLE: i32 = 7;
@@ -825,13 +826,14 @@ pub extern "C" fn stf_reader_read_at(r: *mut StfReader, offset: u64, dst: *mut u
     })
 }
 
-/// Moves the position; the next read starts a new stream there.
+/// Moves the position; the next read starts a new stream there. Past the end of an HDFS
+/// file, first asks whether it has grown; OUT_OF_RANGE if the offset is still past it.
 #[no_mangle]
 pub extern "C" fn stf_reader_seek(r: *mut StfReader, offset: u64, err: *mut *mut c_char) -> i32 {
     ffi(err, || {
         let r = unsafe { &mut *r };
-        if offset > r.size {
-            return Err(Error::new(INVALID_ARGUMENT,
+        if offset > r.size && !(r.grow()? && offset <= r.size) {
+            return Err(Error::new(OUT_OF_RANGE,
                                   format!("seek to {offset} past the end ({} bytes)", r.size)));
         }
         if offset != r.pos {
@@ -841,6 +843,13 @@ pub extern "C" fn stf_reader_seek(r: *mut StfReader, offset: u64, err: *mut *mut
         }
         Ok(())
     })
+}
+
+/// The file's length as last seen: it grows when a read or seek at the end finds that an
+/// HDFS file being written has grown.
+#[no_mangle]
+pub extern "C" fn stf_reader_size(r: *const StfReader) -> u64 {
+    unsafe { (*r).size }
 }
 
 #[no_mangle]
