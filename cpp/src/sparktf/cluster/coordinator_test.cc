@@ -483,7 +483,9 @@ TEST(ConnectionTest, FramesSentBeforeTheCloseAreReceivedBeforeTheClose) {
       auto [server, client] = ConnectedPair(1 << 20);
       const std::string payload(total - kFrameHeaderSize - (with_end ? end_frame : 0), 'x');
       ASSERT_TRUE(client.Send(MessageType::kFeedData, payload).ok());
-      if (with_end) ASSERT_TRUE(client.Send(MessageType::kFeedEnd, "{}").ok());
+      if (with_end) {
+        ASSERT_TRUE(client.Send(MessageType::kFeedEnd, "{}").ok());
+      }
       { Connection closed = std::move(client); }
       auto first = server.Receive(5s);
       ASSERT_TRUE(first.ok()) << total << ": " << first.status().ToString();
