@@ -457,6 +457,26 @@ TEST(FrameDecoderTest, ReservesTheRestOfALargeFrameAndKeepsWhatFollows) {
   EXPECT_LT(bad.Reserve(16).size(), size_t{1} << 20);
 }
 
+TEST(FrameDecoderTest, AViewIsTheFramesPayloadInTheBufferUntilTheNextRead) {
+  std::string bytes;
+  AppendFrame(MessageType::kFeedData, std::string(5000, 'a'), &bytes);
+  AppendFrame(MessageType::kFeedData, std::string(3000, 'b'), &bytes);
+  FrameDecoder d;
+  d.Feed(bytes);
+  FrameView first, second;
+  bool have = false;
+  ASSERT_TRUE(d.NextView(&first, &have).ok() && have);
+  ASSERT_TRUE(d.NextView(&second, &have).ok() && have);
+  EXPECT_EQ(first.type, MessageType::kFeedData);
+  EXPECT_EQ(first.payload, std::string(5000, 'a'));
+  EXPECT_EQ(second.payload, std::string(3000, 'b'));
+  // In the decoder's buffer, not copied out: both frames' payloads lie where they were read.
+  EXPECT_EQ(second.payload.data(), first.payload.data() + 5000 + kFrameHeaderSize);
+  ASSERT_TRUE(d.NextView(&first, &have).ok());
+  EXPECT_FALSE(have);
+  EXPECT_EQ(d.buffered(), 0u);
+}
+
 // A connected, authenticated pair over a Unix socket pair whose buffers hold `bytes`.
 std::pair<Connection, Connection> ConnectedPair(int bytes) {
   int fds[2];
@@ -472,6 +492,28 @@ std::pair<Connection, Connection> ConnectedPair(int bytes) {
   hello.join();
   EXPECT_TRUE(server.ok() && client->ok());
   return {std::move(*server), std::move(**client)};
+}
+
+TEST(ConnectionTest, ReceiveViewHandsOutEachFrameInTurnAndTheErrorsOfReceive) {
+  auto [server, client] = ConnectedPair(1 << 20);
+  std::string big(200000, '\0');
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 13);
+  ASSERT_TRUE(client.Send(MessageType::kFeedData, big).ok());
+  ASSERT_TRUE(client.Send(MessageType::kFeedEnd, "{}").ok());
+  ASSERT_TRUE(client.Send(MessageType::kError,
+                          ErrorPayload(Status::Aborted("the task gave up"))).ok());
+  auto data = server.ReceiveView(5s);
+  ASSERT_TRUE(data.ok()) << data.status().ToString();
+  EXPECT_EQ(data->type, MessageType::kFeedData);
+  EXPECT_EQ(data->payload, big);
+  auto end = server.ReceiveView(5s);
+  ASSERT_TRUE(end.ok()) << end.status().ToString();
+  EXPECT_EQ(end->type, MessageType::kFeedEnd);
+  EXPECT_EQ(end->payload, "{}");
+  auto error = server.ReceiveView(5s);
+  EXPECT_EQ(error.status().code(), StatusCode::kAborted);
+  EXPECT_NE(error.status().message().find("the task gave up"), std::string::npos);
+  EXPECT_EQ(server.ReceiveView(50ms).status().code(), StatusCode::kDeadlineExceeded);
 }
 
 TEST(ConnectionTest, FramesSentBeforeTheCloseAreReceivedBeforeTheClose) {

@@ -104,6 +104,16 @@ std::span<char> FrameDecoder::Reserve(size_t min) {
 }
 
 Status FrameDecoder::Next(Frame* frame, bool* have) {
+  FrameView view;
+  RETURN_NOT_OK(NextView(&view, have));
+  if (*have) {
+    frame->type = view.type;
+    frame->payload.assign(view.payload);
+  }
+  return Status::OK();
+}
+
+Status FrameDecoder::NextView(FrameView* frame, bool* have) {
   *have = false;
   if (!error_.ok()) return error_;
   if (buffered() < kFrameHeaderSize) return Status::OK();
@@ -132,7 +142,8 @@ Status FrameDecoder::Next(Frame* frame, bool* have) {
   }
   if (buffered() < kFrameHeaderSize + len) return Status::OK();
   frame->type = static_cast<MessageType>(type);
-  frame->payload.assign(h + kFrameHeaderSize, len);
+  frame->payload = std::string_view(h + kFrameHeaderSize, len);
+  // The bytes stay where they are until the next Reserve (or Feed) writes over them.
   begin_ += kFrameHeaderSize + len;
   if (begin_ == end_) begin_ = end_ = 0;
   *have = true;
@@ -224,20 +235,35 @@ Status Connection::ReadAvailable() {
   }
 }
 
-Result<bool> Connection::NextBuffered(Frame* frame) {
+Result<bool> Connection::NextBufferedView(FrameView* frame) {
   bool have = false;
-  RETURN_NOT_OK(decoder_.Next(frame, &have).WithContext(peer_.ToString()));
+  RETURN_NOT_OK(decoder_.NextView(frame, &have).WithContext(peer_.ToString()));
   if (have && frame->type == MessageType::kError) {
     return ErrorFromPayload(frame->payload, peer_.ToString());
   }
   return have;
 }
 
+Result<bool> Connection::NextBuffered(Frame* frame) {
+  FrameView view;
+  ASSIGN_OR_RETURN(bool have, NextBufferedView(&view));
+  if (have) {
+    frame->type = view.type;
+    frame->payload.assign(view.payload);
+  }
+  return have;
+}
+
 Result<Frame> Connection::Receive(std::chrono::milliseconds timeout) {
+  ASSIGN_OR_RETURN(FrameView view, ReceiveView(timeout));
+  return Frame{view.type, std::string(view.payload)};
+}
+
+Result<FrameView> Connection::ReceiveView(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  Frame frame;
+  FrameView frame;
   while (true) {
-    ASSIGN_OR_RETURN(bool have, NextBuffered(&frame));
+    ASSIGN_OR_RETURN(bool have, NextBufferedView(&frame));
     if (have) return frame;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());

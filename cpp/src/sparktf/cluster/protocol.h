@@ -69,6 +69,13 @@ struct Frame {
   std::string payload;
 };
 
+// A frame whose payload lies in the decoder's (or connection's) buffer: valid until the
+// next call on that decoder (or connection).
+struct FrameView {
+  MessageType type = MessageType::kError;
+  std::string_view payload;
+};
+
 // The 12-byte header of a frame of `type` whose payload is `payload_size` bytes.
 void EncodeFrameHeader(MessageType type, uint32_t payload_size, char out[kFrameHeaderSize]);
 
@@ -94,6 +101,8 @@ class FrameDecoder {
   // OK with *have = false when more bytes are needed. InvalidArgument for a bad
   // header, ResourceExhausted for a frame over the size limit.
   Status Next(Frame* frame, bool* have);
+  // The same without copying the payload out (see FrameView).
+  Status NextView(FrameView* frame, bool* have);
   size_t buffered() const { return end_ - begin_; }
 
  private:
@@ -126,6 +135,8 @@ class Connection {
   // Waits up to timeout for the next frame: DeadlineExceeded when none came,
   // Unavailable when the peer closed; a kError frame becomes its Status.
   Result<Frame> Receive(std::chrono::milliseconds timeout);
+  // The same without copying the payload out (see FrameView): for bulk data.
+  Result<FrameView> ReceiveView(std::chrono::milliseconds timeout);
   // Sends a request and waits for a reply of type `expect`, skipping nothing:
   // any other type is an error.
   Result<Frame> Call(MessageType type, std::string_view payload, MessageType expect,
@@ -136,6 +147,7 @@ class Connection {
   Status ReadAvailable();
   // The next complete frame already read, if any.
   Result<bool> NextBuffered(Frame* frame);
+  Result<bool> NextBufferedView(FrameView* frame);
   int fd() const { return fd_.get(); }
   const HostPort& peer() const { return peer_; }
 

@@ -21,6 +21,7 @@ namespace {
 
 using cluster::Connection;
 using cluster::Frame;
+using cluster::FrameView;
 using cluster::MessageType;
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
@@ -272,7 +273,8 @@ Status FeedServer::Session(Connection& conn, bool local) {
     return Status::OK();
   };
   while (true) {
-    ASSIGN_OR_RETURN(Frame f, conn.Receive(o_.timeout));
+    // The batch goes from the connection's buffer into the ring (one copy, no other).
+    ASSIGN_OR_RETURN(FrameView f, conn.ReceiveView(o_.timeout));
     if (f.type == MessageType::kFeedData) {
       RETURN_NOT_OK(feed->Push(f.payload, o_.timeout));
       RETURN_NOT_OK(forward());
