@@ -224,17 +224,13 @@ class PyFeedSession {
   // the consumer stopped reading (skip the rest). The GIL is released throughout.
   uint64_t PushArrow(nb::handle batch) {
     ArrowBatchView view(batch);
-    FeedSession& session = Session();
+    Session();  // throws when there is none
     if (!arrow_) arrow_ = std::make_unique<feed::ArrowFeeder>();
     uint64_t pushed = 0;
     Status st;
     {
       nb::gil_scoped_release release;
-      st = arrow_->Feed(view.schema(), view.array(),
-                        [&session](feed::MessageParts parts, uint64_t) {
-                          return session.Push(parts);
-                        },
-                        &pushed);
+      st = p_.PushArrow(*arrow_, view.schema(), view.array(), &pushed);
     }
     if (st.code() != StatusCode::kCancelled) ThrowIfError(st);
     return pushed;

@@ -158,6 +158,14 @@ std::string PartitionSession::Describe() const {
          std::to_string(target.task_index) + " on " + target.host + ")";
 }
 
+Status PartitionSession::PushArrow(feed::ArrowFeeder& feeder, const ArrowSchema& schema,
+                                   const ArrowArray& batch, uint64_t* pushed) const {
+  FeedSession& s = *session;
+  return feeder.Feed(
+      schema, batch, [&s](feed::MessageParts parts, uint64_t) { return s.Push(parts); },
+      pushed);
+}
+
 Result<std::unique_ptr<ArrowPartitionFeed>> ArrowPartitionFeed::Open(const FeedJob& job,
                                                                      int64_t partition) {
   ASSIGN_OR_RETURN(PartitionSession s, OpenPartitionSession(job, partition, false));
@@ -167,9 +175,7 @@ Result<std::unique_ptr<ArrowPartitionFeed>> ArrowPartitionFeed::Open(const FeedJ
 Result<uint64_t> ArrowPartitionFeed::Push(const ArrowSchema& schema, const ArrowArray& batch) {
   if (stopped_) return uint64_t{0};
   uint64_t pushed = 0;
-  const Status st = feeder_.Feed(
-      schema, batch,
-      [this](feed::MessageParts parts, uint64_t) { return s_.session->Push(parts); }, &pushed);
+  const Status st = s_.PushArrow(feeder_, schema, batch, &pushed);
   if (st.code() == StatusCode::kCancelled) {  // the consumer stopped reading on purpose
     stopped_ = true;
     return pushed;

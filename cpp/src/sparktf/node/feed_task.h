@@ -68,6 +68,11 @@ struct PartitionSession {
   std::string Describe() const;
   // `st` in that context.
   Status WithNode(const Status& st) const { return st.WithContext(Describe()); }
+  // Converts `batch` into feed messages with `feeder` and pushes them to `session`
+  // (not null); `*pushed` counts the rows pushed. Cancelled when the consumer stopped
+  // reading on purpose; other errors are the session's or the conversion's, unadorned.
+  Status PushArrow(feed::ArrowFeeder& feeder, const ArrowSchema& schema,
+                   const ArrowArray& batch, uint64_t* pushed) const;
 };
 
 // Opens partition `partition`'s session. When its node has finished reading, a training
