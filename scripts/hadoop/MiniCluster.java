@@ -34,6 +34,7 @@ import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.permission.FsPermission;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.apache.hadoop.hdfs.server.namenode.FSNamesystem;
 import org.apache.hadoop.yarn.conf.YarnConfiguration;
 import org.apache.hadoop.yarn.server.MiniYARNCluster;
 
@@ -261,6 +262,18 @@ public class MiniCluster {
         if (p == null) return "error datanode " + i + " is not stopped";
         cluster.restartDataNode(p, true);
         cluster.waitActive();
+        // Registered is not serving: until its block report the NameNode lists none of
+        // its replicas, and a reader would be given the other DataNodes only.
+        cluster.triggerBlockReports();
+        long deadline = System.nanoTime() + 30_000_000_000L;
+        FSNamesystem ns = cluster.getNamesystem();
+        while (ns.getLowRedundancyBlocks() + ns.getMissingBlocksCount() > 0) {
+          if (System.nanoTime() > deadline) {
+            return "error datanode " + i + " restarted but " + ns.getLowRedundancyBlocks()
+                + " blocks are still short of replicas after 30 s";
+          }
+          Thread.sleep(100);
+        }
         return "ok restarted datanode " + i;
       }
       case "stop-namenode":

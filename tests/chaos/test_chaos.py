@@ -53,7 +53,11 @@ def assert_resumed(r, epochs):
 
 def check_recovered(r, baseline, epochs, detect_within, recover_within, resumes=True):
     """Recovered within the bounds, with the undisturbed accuracy and nothing left; with
-    `resumes`, from the checkpoint (SPARK mode's map_fun keeps none)."""
+    `resumes`, from the checkpoint. Without (SPARK mode's map_fun keeps none) the new
+    generation trains from scratch on the rows the old one had not taken, a shorter run
+    whose accuracy on these 297 held-out digits swings by a few points from step to step
+    (0.85-0.92 from 60 steps on, in a single-process run of the same model): it is held to
+    0.1 below the undisturbed run instead of 0.05."""
     name = r["scenario"]
     assert r["injected"] and r["injector_error"] is None, (name, r["injector_error"])
     assert r["outcome"] == "recovered", (name, r["outcome"], r["error"][:3000])
@@ -62,7 +66,8 @@ def check_recovered(r, baseline, epochs, detect_within, recover_within, resumes=
         assert_resumed(r, epochs)
     assert r["detect_s"] is not None and r["detect_s"] < detect_within, (name, r["detect_s"])
     assert r["recover_s"] is not None and r["recover_s"] < recover_within, (name, r["recover_s"])
-    assert r["accuracy"] >= baseline - 0.05, (name, r["accuracy"], baseline)
+    slack = 0.05 if resumes else 0.1
+    assert r["accuracy"] >= baseline - slack, (name, r["accuracy"], baseline)
     assert_no_leftovers(r)
 
 
