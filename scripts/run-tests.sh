@@ -22,7 +22,7 @@ for preset in asan-ubsan tsan; do
 done
 
 phase "fuzz smoke run"
-bash scripts/fuzz.sh "${SPARKTF_FUZZ_SECONDS:-10}" asan-ubsan
+bash scripts/fuzz.sh "${SPARKTF_FUZZ_SECONDS:-5}" asan-ubsan
 
 phase "Hadoop minicluster jars (Maven Central, cached in build/)"
 .venv/bin/python scripts/minicluster.py fetch

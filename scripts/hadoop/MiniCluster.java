@@ -289,14 +289,32 @@ public class MiniCluster {
     }
   }
 
+  // Stops YARN and HDFS, for at most SHUTDOWN_GRACE_MS (MiniYARNCluster's stop can take
+  // longer than the caller's 30 s, its data is removed at the next start anyway), then
+  // halts the JVM.
+  private static final long SHUTDOWN_GRACE_MS = 10_000;
+
   private static void shutdownAndExit(int status) {
-    try {
-      synchronized (MiniCluster.class) {
-        if (yarn != null) yarn.stop();
-        if (cluster != null) cluster.shutdown(true);
+    Thread stopper = new Thread(() -> {
+      try {
+        synchronized (MiniCluster.class) {
+          if (yarn != null) yarn.stop();
+          if (cluster != null) cluster.shutdown(true);
+        }
+      } catch (Exception e) {
+        System.err.println("minicluster: shutdown: " + e);
       }
-    } catch (Exception e) {
-      System.err.println("minicluster: shutdown: " + e);
+    }, "minicluster-shutdown");
+    stopper.setDaemon(true);
+    stopper.start();
+    try {
+      stopper.join(SHUTDOWN_GRACE_MS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    if (stopper.isAlive()) {
+      System.err.println("minicluster: not stopped within " + SHUTDOWN_GRACE_MS
+          + " ms; halting");
     }
     Runtime.getRuntime().halt(status);
   }
