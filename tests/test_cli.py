@@ -133,7 +133,8 @@ def test_missing_path_and_bad_compression(tmp_path):
 
 def test_pack_leaves_out_the_packages_named(tmp_path):
     """`sparktf pack --exclude-package`: the package's files and its dist-info are not in
-    the archive; everything else is, pyspark excepted (Spark ships it)."""
+    the archive; everything else is, except pyspark (Spark ships it), pip and the test
+    suites inside packages (a `tests` directory at any depth)."""
     import tarfile
     import venv
 
@@ -142,8 +143,10 @@ def test_pack_leaves_out_the_packages_named(tmp_path):
     site = next(env.glob("lib/python*/site-packages"))
     for entry, name in (("keep", "__init__.py"), ("drop", "__init__.py"),
                         ("drop-1.0.dist-info", "METADATA"), ("pyspark", "__init__.py"),
-                        ("tests_util", "x.py")):
-        (site / entry).mkdir()
+                        ("tests_util", "x.py"), ("keep/tests", "test_a.py"),
+                        ("keep/sub/tests", "test_b.py"), ("keep/sub", "tests_like.py"),
+                        ("pip", "__init__.py")):
+        (site / entry).mkdir(parents=True, exist_ok=True)
         (site / entry / name).write_text("# stub\n")
     (site / "dropmod.py").write_text("# a one-module package\n")
     out = tmp_path / "env.tar"
@@ -152,8 +155,9 @@ def test_pack_leaves_out_the_packages_named(tmp_path):
     assert "--archives env.tar#env" in p.stdout
     with tarfile.open(out) as t:
         names = {n.split("site-packages/", 1)[1] for n in t.getnames() if "site-packages/" in n}
-    assert "keep/__init__.py" in names
-    assert not [n for n in names if n.startswith(("drop", "pyspark", "tests_"))], names
+    assert {"keep/__init__.py", "keep/sub/tests_like.py"} <= names, names
+    assert not [n for n in names
+                if n.startswith(("drop", "pyspark", "tests_", "pip/")) or "/tests/" in n], names
     bad = run("pack", "-p", str(env), "-o", str(out), "-f", "--exclude-package", "a/b",
               check=False)
     assert bad.returncode == 1 and "package name" in bad.stderr

@@ -41,10 +41,12 @@ def packed_env(yarn):
 
     archive = TEST_ENV / "sparktf-env.tar.gz"
     sparktf_cli = os.path.join(os.path.dirname(sys.executable), "sparktf")
-    # Without the test-only packages (the S3 server and its linter, the browser driver):
-    # about 12,000 fewer files for each NodeManager to unpack.
+    # Without the test-only packages (the S3 server, its AWS client and linter, the browser
+    # driver, pytest, the extension's build tools): about 16,000 fewer files for each
+    # NodeManager to unpack (a chmod forked per file, about 2 ms each).
     test_only = ["moto", "cfnlint", "cfn_lint", "sympy", "mpmath", "networkx", "selenium",
-                 "trio*", "graphql*"]
+                 "trio*", "graphql*", "boto3", "botocore", "s3transfer", "aws_xray_sdk",
+                 "_pytest", "pytest", "pytest_timeout", "scikit_build_core", "nanobind"]
     p = subprocess.run([sparktf_cli, "pack", "-o", str(archive), "-f",
                         *[a for name in test_only for a in ("--exclude-package", name)]],
                        capture_output=True, text=True, timeout=900)
