@@ -149,11 +149,13 @@ def test_pack_leaves_out_the_packages_named(tmp_path):
         (site / entry).mkdir(parents=True, exist_ok=True)
         (site / entry / name).write_text("# stub\n")
     (site / "dropmod.py").write_text("# a one-module package\n")
+    (env / "bin" / "pip3").write_text("#!/bin/sh\n")
     out = tmp_path / "env.tar"
     p = run("pack", "-p", str(env), "-o", str(out), "--exclude-package", "drop",
             "--exclude-package", "dropmod", "--exclude-package", "tests_*")
     assert "--archives env.tar#env" in p.stdout
     with tarfile.open(out) as t:
+        assert "bin/pip3" not in t.getnames() and "bin/python" in t.getnames(), t.getnames()
         names = {n.split("site-packages/", 1)[1] for n in t.getnames() if "site-packages/" in n}
     assert {"keep/__init__.py", "keep/sub/tests_like.py"} <= names, names
     assert not [n for n in names

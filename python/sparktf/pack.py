@@ -27,14 +27,7 @@ import argparse
 import os
 import sys
 
-# What Spark provides in every container of a PySpark application, what only compiling
-# against TensorFlow needs, the packages' test suites (fnmatch's * spans directories: a
-# `tests` directory at any depth inside a package) and the installer.
-EXCLUDE = ["lib/python*/site-packages/pyspark/*", "lib/python*/site-packages/pyspark-*",
-           "lib/python*/site-packages/py4j/*", "lib/python*/site-packages/py4j-*",
-           "lib/python*/site-packages/tensorflow/include/*",
-           "lib/python*/site-packages/*/tests/*",
-           "lib/python*/site-packages/pip/*", "lib/python*/site-packages/pip-*", "bin/pip*"]
+SITE = "lib/python*/site-packages/"
 
 
 def package_patterns(name: str) -> list[str]:
@@ -43,8 +36,14 @@ def package_patterns(name: str) -> list[str]:
     (`moto`, `tf_keras`, `trio*`)."""
     if not name or "/" in name:
         raise ValueError(f"--exclude-package takes a package name, not {name!r}")
-    site = "lib/python*/site-packages/"
-    return [site + name + "/*", site + name + ".py", site + name + "-*.dist-info/*"]
+    return [SITE + name + "/*", SITE + name + ".py", SITE + name + "-*.dist-info/*"]
+
+
+# What Spark provides in every container of a PySpark application, the installer, what only
+# compiling against TensorFlow needs and the packages' test suites (fnmatch's * spans
+# directories: a `tests` directory at any depth inside a package).
+EXCLUDE = [*package_patterns("pyspark"), *package_patterns("py4j"), *package_patterns("pip"),
+           "bin/pip*", SITE + "tensorflow/include/*", SITE + "*/tests/*"]
 
 
 def pack(output: str, prefix: str | None = None, compress_level: int = 1,
