@@ -193,11 +193,16 @@ def test_train_from_dataframe_with_arrow(spark, tmp_path, feeder, clean_after):
 
 
 
-@pytest.mark.parametrize("feeder", ["python", "jvm"])
-def test_dataframe_of_numbers_arrives_value_for_value(spark, tmp_path, feeder, clean_after):
+@pytest.mark.parametrize("feeder, source", [("python", "pipelined"), ("jvm", "pipelined"),
+                                            ("jvm", "cached")])
+def test_dataframe_of_numbers_arrives_value_for_value(spark, tmp_path, feeder, source,
+                                                      clean_after):
     """Numbers, booleans and arrays of numbers (the JVM feeder writes these itself, with
     one copy per array) reach the nodes row for row, compared with values numpy computes
-    from the ids; a null scalar or array element fails the feed naming its column."""
+    from the ids; a null scalar, array or array element fails the feed naming its column.
+    cached: the JVM feeder reads the DataFrame's cache (several cached batches per
+    partition, a column the feed does not read, its scalars compressed) from Spark's
+    column buffers."""
     from pyspark.sql import functions as F
 
     sc = spark.sparkContext
@@ -211,17 +216,42 @@ def test_dataframe_of_numbers_arrives_value_for_value(spark, tmp_path, feeder, c
         F.array(i * 0.25, i + 1.0).cast("array<float>").alias("af"),
         F.array(i * 1.5, -i, i + 0.5).alias("ad"),
         F.array(i, i * 2).cast("array<int>").alias("ai"),
-        F.array(i * 3).alias("al"))
+        F.array(i * 3).alias("al"),
+        (i % 4).cast("int").alias("k"))
     element_null = spark.createDataFrame([(1, [1.0, 2.0]), (2, [None, 3.0])],
                                          "id long, a array<float>")
-    with pytest.raises(Exception, match="column 'a' has null elements; fill or drop them"):
-        cluster.train(element_null.coalesce(1), feed_timeout=60, feeder=feeder)
+    row_null = spark.createDataFrame([(1, [1.0, 2.0]), (2, None)], "id long, a array<float>")
     scalar_null = spark.createDataFrame([(1, 2.0), (2, None)], "id long, x double")
+    cached = []
+
+    def source_of(frame):
+        if source == "pipelined":
+            return frame
+        frame = frame.select(F.array(F.lit(9.0)).alias("unread"), "*").cache()
+        frame.count()
+        cached.append(frame)
+        return frame.drop("unread")
+
+    batch_size = spark.conf.get("spark.sql.inMemoryColumnarStorage.batchSize")
+    spark.conf.set("spark.sql.inMemoryColumnarStorage.batchSize", "700")
+    try:
+        df, element_null, row_null, scalar_null = (
+            source_of(d) for d in (df, element_null.coalesce(1), row_null.coalesce(1),
+                                   scalar_null.coalesce(1)))
+    finally:
+        spark.conf.set("spark.sql.inMemoryColumnarStorage.batchSize", batch_size)
+    with pytest.raises(Exception, match="column 'a' has null elements; fill or drop them"):
+        cluster.train(element_null, feed_timeout=60, feeder=feeder)
+    with pytest.raises(Exception, match="column 'a' has nulls; fill or drop them"):
+        cluster.train(row_null, feed_timeout=60, feeder=feeder)
     with pytest.raises(Exception, match="column 'x' has nulls; fill or drop them"):
-        cluster.train(scalar_null.coalesce(1), feed_timeout=60, feeder=feeder)
+        cluster.train(scalar_null, feed_timeout=60, feeder=feeder)
     stats = cluster.train(df, feeder=feeder)
     cluster.shutdown(timeout=120)
+    for frame in cached:
+        frame.unpersist()
     assert stats["rows"] == 5000 and stats["feeder"] == feeder
+    assert stats["cache_partitions"] == (4 if source == "cached" else 0)
     got = sorted((r for p in glob.glob(str(tmp_path / "rows-*.json")) for r in json.load(open(p))),
                  key=lambda r: r[0])
     ids = np.arange(5000)
@@ -237,6 +267,7 @@ def test_dataframe_of_numbers_arrives_value_for_value(spark, tmp_path, feeder, c
         7: np.stack([ids * 1.5, -ids, ids + 0.5], axis=1).tolist(),
         8: np.stack([ids, ids * 2], axis=1).tolist(),
         9: (ids * 3)[:, None].tolist(),
+        10: (ids % 4).tolist(),
     }
     for column, values in expected.items():
         assert [r[column] for r in got] == values, column

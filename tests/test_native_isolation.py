@@ -67,7 +67,8 @@ def test_the_feeders_jar_carries_a_jni_library_exporting_only_its_entry_points(t
     with zipfile.ZipFile(jvm.jar_path()) as jar:
         names = set(jar.namelist())
         assert {"io/sparktf/JvmFeeder.class", "io/sparktf/NativeFeed.class",
-                "io/sparktf/PrimitiveBatch.class"} <= names, sorted(names)
+                "io/sparktf/PrimitiveBatch.class", "io/sparktf/CachedColumns.class"} <= names, \
+            sorted(names)
         lib = tmp_path / "libsparktf_jni.so"
         lib.write_bytes(jar.read("io/sparktf/native/libsparktf_jni.so"))
     out = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True,

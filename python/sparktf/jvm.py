@@ -45,7 +45,9 @@ def check_available(sc) -> None:
 def feed(df, meta: dict) -> list[tuple]:
     """Runs the feeding job of `df` (a DataFrame, vectors already arrays) for `meta`
     (TFCluster._feed_meta, with "partitions"); one (partition, pushed, skipped, local,
-    node) per partition, as feeding.feed_arrow_partition yields them."""
+    node, 0, 0, cached) per partition: the fields of feeding.feed_arrow_partition, no
+    pickles, then whether the rows were read straight from Spark's in-memory cache of
+    `df` (df.cache(); io.sparktf.CachedColumns)."""
     spark = df.sparkSession
     conf = spark.conf
     max_rows = int(conf.get("spark.sql.execution.arrow.maxRecordsPerBatch", "10000"))
@@ -57,6 +59,6 @@ def feed(df, meta: dict) -> list[tuple]:
     lines = feeder.feed(df._jdf, json.dumps(meta), max_rows, time_zone)
     out = []
     for line in lines.splitlines():
-        partition, pushed, skipped, local, node = (int(v) for v in line.split())
-        out.append((partition, pushed, skipped, bool(local), node))
+        partition, pushed, skipped, local, node, cached = (int(v) for v in line.split())
+        out.append((partition, pushed, skipped, bool(local), node, 0, 0, bool(cached)))
     return out

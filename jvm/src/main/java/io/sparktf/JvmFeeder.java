@@ -12,6 +12,8 @@ import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.spark.api.java.function.Function2;
 import org.apache.spark.rdd.RDD;
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.columnar.CachedBatch;
+import org.apache.spark.sql.execution.SparkPlan;
 import org.apache.spark.sql.execution.arrow.ArrowWriter;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.ArrowUtils;
@@ -32,7 +34,8 @@ public final class JvmFeeder {
   /**
    * Feeds every partition of `dataset` (a DataFrame, as PySpark's df._jdf) to the nodes of
    * `jobJson` (TFCluster._feed_meta as JSON). Returns one line per partition:
-   * "partition pushed skipped local node" (local 1 or 0, node its feed index).
+   * "partition pushed skipped local node cached" (local 1 or 0, node its feed index,
+   * cached 1 when the rows were read from Spark's in-memory cache by CachedColumns).
    */
   @SuppressWarnings("unchecked")
   public static String feed(Object dataset, String jobJson, int maxRows, String timeZone)
@@ -40,14 +43,116 @@ public final class JvmFeeder {
     // Through reflection: the classic Dataset of Spark 4 and the Dataset of Spark 3 both
     // have these, in different classes.
     Object plan = dataset.getClass().getMethod("queryExecution").invoke(dataset);
-    RDD<InternalRow> rows = (RDD<InternalRow>) plan.getClass().getMethod("toRdd").invoke(plan);
     StructType schema = (StructType) dataset.getClass().getMethod("schema").invoke(dataset);
-    List<String> lines = rows.toJavaRDD()
-        .mapPartitionsWithIndex(new FeedPartition(jobJson, schema, maxRows, timeZone), false)
-        .collect();
+    CachedColumns cached = null;
+    if (PrimitiveBatch.supports(schema)) {
+      Object executed = plan.getClass().getMethod("executedPlan").invoke(plan);
+      if (executed instanceof SparkPlan) cached = CachedColumns.of((SparkPlan) executed, schema);
+    }
+    List<String> lines;
+    if (cached != null) {
+      lines = cached.batches.toJavaRDD()
+          .mapPartitionsWithIndex(new FeedCachedPartition(jobJson, schema, maxRows, cached), false)
+          .collect();
+    } else {
+      RDD<InternalRow> rows = (RDD<InternalRow>) plan.getClass().getMethod("toRdd").invoke(plan);
+      lines = rows.toJavaRDD()
+          .mapPartitionsWithIndex(new FeedPartition(jobJson, schema, maxRows, timeZone), false)
+          .collect();
+    }
     return String.join("\n", lines);
   }
 
+  /**
+   * One partition's feed: rows written into a batch, pushed to the partition's node at
+   * maxRows rows or TARGET_BYTES; once a consumer stopped reading, rows are counted as
+   * skipped instead. Not thread-safe.
+   */
+  static final class PartitionFeed implements AutoCloseable {
+    final BatchWriter batch;
+    private final int partition;
+    private final int maxRows;
+    private final long handle;
+    private final BufferAllocator allocator;
+    private long pushed = 0;
+    private long skipped = 0;
+    private boolean stopped;
+
+    PartitionFeed(String jobJson, int partition, StructType schema, int maxRows,
+                  String timeZone) {
+      NativeFeed.load();
+      this.partition = partition;
+      this.maxRows = maxRows;
+      this.handle = NativeFeed.open(jobJson, partition);
+      BufferAllocator a = null;
+      BatchWriter b = null;
+      try {
+        a = ArrowUtils.rootAllocator()
+            .newChildAllocator("sparktf feed of partition " + partition, 0, Long.MAX_VALUE);
+        b = PrimitiveBatch.supports(schema) ? new PrimitiveBatch(schema, a, maxRows)
+                                            : new SparkArrowBatch(schema, timeZone, a);
+      } catch (RuntimeException e) {
+        if (a != null) a.close();
+        NativeFeed.close(handle);
+        throw e;
+      }
+      this.allocator = a;
+      this.batch = b;
+      this.stopped = NativeFeed.stopped(handle);
+    }
+
+    /** Whether a consumer stopped reading: the rows left are to be skipped. */
+    boolean stopped() {
+      return stopped;
+    }
+
+    void skip(long rows) {
+      skipped += rows;
+    }
+
+    /** After a row was written into `batch`: pushes it when full. */
+    void wrote() {
+      int n = batch.rows();
+      if (n >= maxRows || ((n & 63) == 0 && batch.bytes() >= TARGET_BYTES)) push();
+    }
+
+    /** Pushes what is left and ends the feed; returns the partition's line. */
+    String finish(boolean cached) {
+      if (batch.rows() > 0 && !stopped) push();
+      NativeFeed.finish(handle);
+      return partition + " " + pushed + " " + skipped + " " + (NativeFeed.local(handle) ? 1 : 0)
+          + " " + NativeFeed.feedIndex(handle) + " " + (cached ? 1 : 0);
+    }
+
+    private void push() {
+      int n = batch.rows();
+      Description d = batch.describe();
+      long p = NativeFeed.push(handle, d.formats.toArray(new String[0]),
+          d.names.toArray(new String[0]), toArray(d.nodes), toArray(d.buffers));
+      batch.reset();
+      pushed += p;
+      skipped += n - p;
+      stopped = NativeFeed.stopped(handle);
+    }
+
+    private static long[] toArray(List<Long> values) {
+      long[] out = new long[values.size()];
+      for (int i = 0; i < out.length; ++i) out[i] = values.get(i);
+      return out;
+    }
+
+    @Override
+    public void close() {
+      try {
+        batch.close();
+        allocator.close();
+      } finally {
+        NativeFeed.close(handle);
+      }
+    }
+  }
+
+  /** The feeding task of a partition's rows. */
   static final class FeedPartition
       implements Function2<Integer, Iterator<InternalRow>, Iterator<String>> {
     private static final long serialVersionUID = 1L;
@@ -65,58 +170,62 @@ public final class JvmFeeder {
 
     @Override
     public Iterator<String> call(Integer partition, Iterator<InternalRow> rows) {
-      NativeFeed.load();
-      long handle = NativeFeed.open(jobJson, partition);
-      long pushed = 0;
-      long skipped = 0;
-      try (BufferAllocator allocator = ArrowUtils.rootAllocator()
-               .newChildAllocator("sparktf feed of partition " + partition, 0, Long.MAX_VALUE);
-           BatchWriter batch = PrimitiveBatch.supports(schema)
-               ? new PrimitiveBatch(schema, allocator, maxRows)
-               : new SparkArrowBatch(schema, timeZone, allocator)) {
-        boolean stopped = NativeFeed.stopped(handle);
+      try (PartitionFeed feed = new PartitionFeed(jobJson, partition, schema, maxRows, timeZone)) {
         while (rows.hasNext()) {
           InternalRow row = rows.next();
-          if (stopped) {
-            ++skipped;
+          if (feed.stopped()) {
+            feed.skip(1);
             continue;
           }
-          batch.write(row);
-          int n = batch.rows();
-          if (n >= maxRows || ((n & 63) == 0 && batch.bytes() >= TARGET_BYTES)) {
-            long p = push(handle, batch);
-            pushed += p;
-            skipped += n - p;
-            stopped = NativeFeed.stopped(handle);
-          }
+          feed.batch.write(row);
+          feed.wrote();
         }
-        int n = batch.rows();
-        if (n > 0 && !stopped) {
-          long p = push(handle, batch);
-          pushed += p;
-          skipped += n - p;
-        }
-        NativeFeed.finish(handle);
-        String line = partition + " " + pushed + " " + skipped + " "
-            + (NativeFeed.local(handle) ? 1 : 0) + " " + NativeFeed.feedIndex(handle);
-        return Collections.singletonList(line).iterator();
-      } finally {
-        NativeFeed.close(handle);
+        return Collections.singletonList(feed.finish(false)).iterator();
       }
     }
+  }
 
-    private static long push(long handle, BatchWriter batch) {
-      Description d = batch.describe();
-      long p = NativeFeed.push(handle, d.formats.toArray(new String[0]),
-          d.names.toArray(new String[0]), toArray(d.nodes), toArray(d.buffers));
-      batch.reset();
-      return p;
+  /** The feeding task of a cached partition's batches (CachedColumns). */
+  static final class FeedCachedPartition
+      implements Function2<Integer, Iterator<CachedBatch>, Iterator<String>> {
+    private static final long serialVersionUID = 1L;
+    private final String jobJson;
+    private final StructType schema;
+    private final int maxRows;
+    private final CachedColumns columns;
+
+    FeedCachedPartition(String jobJson, StructType schema, int maxRows, CachedColumns columns) {
+      this.jobJson = jobJson;
+      this.schema = schema;
+      this.maxRows = Math.max(1, maxRows);
+      this.columns = columns;
     }
 
-    private static long[] toArray(List<Long> values) {
-      long[] out = new long[values.size()];
-      for (int i = 0; i < out.length; ++i) out[i] = values.get(i);
-      return out;
+    @Override
+    public Iterator<String> call(Integer partition, Iterator<CachedBatch> batches) {
+      CachedColumns.Reader reader = columns.new Reader();
+      try (PartitionFeed feed = new PartitionFeed(jobJson, partition, schema, maxRows, null)) {
+        PrimitiveBatch batch = (PrimitiveBatch) feed.batch;
+        while (batches.hasNext()) {
+          CachedBatch cached = batches.next();
+          if (feed.stopped()) {
+            feed.skip(cached.numRows());
+            continue;
+          }
+          int n = reader.open(cached);
+          for (int r = 0; r < n; ++r) {
+            if (feed.stopped()) {
+              feed.skip(n - r);
+              break;
+            }
+            reader.writeNext(batch);
+            feed.wrote();
+          }
+        }
+        return Collections.singletonList(feed.finish(true)).iterator();
+      } finally {
+        reader.close();
+      }
     }
   }
 

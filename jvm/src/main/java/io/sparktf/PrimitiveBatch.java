@@ -134,20 +134,25 @@ final class PrimitiveBatch implements JvmFeeder.BatchWriter {
       else { format = "b"; width = 0; }
     }
 
+    /** Row `index`'s value of this column, from `row`. */
     void write(InternalRow row, int index) {
-      if (array) {
-        if (index == 0) {
-          offsets.reserve(4L * (rowCapacity + 1), 0);
-          Platform.putInt(null, offsets.address(), 0);
-        }
-        if (row.isNullAt(ordinal)) {
-          validity.setNull(index, rowCapacity);
-        } else {
-          writeArray(row.getArray(ordinal));
-        }
-        Platform.putInt(null, offsets.address() + 4L * (index + 1), (int) count);
-        return;
+      if (array) writeArray(row.isNullAt(ordinal) ? null : row.getArray(ordinal), index);
+      else writeScalar(row, index);
+    }
+
+    /** Row `index`'s array (null: a null row). */
+    void writeArray(ArrayData a, int index) {
+      if (index == 0) {
+        offsets.reserve(4L * (rowCapacity + 1), 0);
+        Platform.putInt(null, offsets.address(), 0);
       }
+      if (a == null) validity.setNull(index, rowCapacity);
+      else appendElements(a);
+      Platform.putInt(null, offsets.address() + 4L * (index + 1), (int) count);
+    }
+
+    /** Row `index`'s value of this (scalar) column, the row's field `ordinal`. */
+    void writeScalar(InternalRow row, int index) {
       if (index == 0) values.reserve(width == 0 ? (rowCapacity + 7) / 8 : width * (long) rowCapacity, 0);
       long a = values.address();
       if (row.isNullAt(ordinal)) {
@@ -172,7 +177,7 @@ final class PrimitiveBatch implements JvmFeeder.BatchWriter {
       ++count;
     }
 
-    private void writeArray(ArrayData a) {
+    private void appendElements(ArrayData a) {
       int n = a.numElements();
       long old = count;
       values.reserve(width * (count + n), width * count);
@@ -245,6 +250,18 @@ final class PrimitiveBatch implements JvmFeeder.BatchWriter {
   @Override
   public void write(InternalRow row) {
     for (Column c : columns) c.write(row, rows);
+    ++rows;
+  }
+
+  /**
+   * Writes a row whose scalar columns are `scalars`' fields and whose array columns are
+   * `arrays` (by column; null: a null row), as CachedColumns reads a cached batch.
+   */
+  void write(InternalRow scalars, ArrayData[] arrays) {
+    for (Column c : columns) {
+      if (c.array) c.writeArray(arrays[c.ordinal], rows);
+      else c.writeScalar(scalars, rows);
+    }
     ++rows;
   }
 
