@@ -271,8 +271,8 @@ def worker(framework, width, rows_wanted, kind):
         cluster.train(data, num_epochs=1, **feeder)
         t0 = time.time()
         stats = cluster.train(data, num_epochs=1, **feeder)
-        if frame and framework == "sparktf":
-            assert stats["feeder"] == "jvm", stats
+        if frame and framework == "sparktf":  # the JVM feeder, from the cache's columns
+            assert stats["feeder"] == "jvm" and stats["cache_partitions"] == PARTITIONS, stats
         t_train = time.time() - t0
         cluster.shutdown()
         got = [json.load(open(os.path.join(out, f))) for f in os.listdir(out)]
