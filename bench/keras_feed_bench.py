@@ -7,14 +7,15 @@ Same machine, same run: a small MLP (784 -> 128 -> 10, Adam, sparse categorical
 cross-entropy), batches of 256, `--rows` rows of 784 float32 values and an int label
 (a cached DataFrame with an array<float> column, made in the JVM, 8 partitions). sparktf
 runs one node on local-cluster[2,1,2048] (the executors feed it through the JVM feeder
-while it trains, on the same 2 cores); the baseline runs in a plain Python process with the same threads.
-Also Spark's own cost of reading the cached rows (toRdd().count() in the executors, no
-feed): what a feed through Spark's scan of the cache pays on the shared cores before it
-does anything (the JVM feeder reads this DataFrame from the cache's column buffers
-instead, docs/architecture.md). Each side runs in a fresh process per round, rounds interleaved; steps/s is measured
-by a Keras callback from the end of the first 20 steps (TensorFlow's tracing and the
-first batches) to the last step. Input stall: the share of the node's time in
-next() waiting for a batch (the feed's wait_us over the timed span).
+while it trains, on the same 2 cores); the baseline runs in a plain Python process with
+the same threads. Also Spark's own cost of reading the cached rows (toRdd().count() in the
+executors, no feed): what a feed through Spark's scan of the cache pays on the shared cores
+before it does anything (the JVM feeder reads this DataFrame from the cache's column
+buffers instead, docs/architecture.md). Each side runs in a fresh process per round,
+rounds interleaved; steps/s is measured by a Keras callback from the end of the first 20
+steps (TensorFlow's tracing and the first batches) to the last step. Input stall: the
+share of the node's time in next() waiting for a batch (the feed's wait_us over the timed
+span).
 
 With --pin, training gets a core of its own, as on a machine where the executors'
 cores are not the trainer's: the baseline runs on CPU 0 alone; sparktf's driver, its
@@ -22,6 +23,11 @@ executors, their Python workers and the node's agent on CPU 1, and the node's TF
 moves itself to CPU 0 before it builds the model.
 
 With --tf-threads N, both sides set TensorFlow's intra-op threads to N.
+
+CPU in the timed span: every process on the machine is sampled (/proc/PID/stat, every
+0.1 s) while a side runs; the CPU time each used between the samples nearest the span's
+start and end, over the span, is reported in cores by kind (the trainer, the executor
+JVMs, the node agent, ...), so the gap on shared cores is accounted for, not guessed.
 
 Usage: .venv/bin/python bench/keras_feed_bench.py [--rows 120000] [--rounds 3] [--pin]
        [--tf-threads N]
@@ -34,6 +40,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 BATCH = 256
@@ -60,6 +67,75 @@ def model():
     return m
 
 
+class CpuSampler:
+    """Samples every process's CPU time (utime + stime, clock ticks) every `period` s in a
+    daemon thread; cores(t0, t1, kinds) gives the cores each kind used between the samples
+    nearest t0 and t1 (wall clock, time.time())."""
+
+    TICK = os.sysconf("SC_CLK_TCK")
+
+    def __init__(self, period: float = 0.1):
+        self.samples, self.cmdlines, self.period = [], {}, period
+        self.stopped = threading.Event()
+        threading.Thread(target=self._loop, daemon=True).start()
+
+    def _loop(self):
+        while not self.stopped.is_set():
+            now, ticks = time.time(), {}
+            for name in os.listdir("/proc"):
+                if not name.isdigit():
+                    continue
+                try:
+                    with open(f"/proc/{name}/stat", "rb") as f:
+                        fields = f.read().rsplit(b")", 1)[1].split()
+                    if name not in self.cmdlines:
+                        with open(f"/proc/{name}/cmdline", "rb") as f:
+                            self.cmdlines[name] = f.read().replace(b"\0", b" ").decode(
+                                errors="replace")
+                except OSError:
+                    continue
+                ticks[name] = int(fields[11]) + int(fields[12])
+            self.samples.append((now, ticks))
+            self.stopped.wait(self.period)
+
+    def stop(self):
+        self.stopped.set()
+
+    def cores(self, t0: float, t1: float, kind) -> dict:
+        """{kind: cores used in [t0, t1]}; kind(pid, cmdline) names a process's kind."""
+        def nearest(t):
+            return min(self.samples, key=lambda s: abs(s[0] - t))
+
+        (a_t, a), (b_t, b) = nearest(t0), nearest(t1)
+        used = {}
+        for pid, end in b.items():
+            k = kind(pid, self.cmdlines.get(pid, ""))
+            used[k] = used.get(k, 0.0) + (end - a.get(pid, 0)) / self.TICK / (b_t - a_t)
+        return {k: round(v, 3) for k, v in sorted(used.items(), key=lambda kv: -kv[1])
+                if v >= 0.005}
+
+
+def process_kind(trainer_pid: int):
+    """A kind(pid, cmdline) for CpuSampler.cores: what a process is in these runs."""
+    me = str(os.getpid())
+
+    def kind(pid: str, cmd: str) -> str:
+        if pid == str(trainer_pid):
+            return "trainer (node's TF process)" if pid != me else "trainer"
+        if pid == me:
+            return "driver's Python"
+        for needle, name in (("CoarseGrainedExecutorBackend", "executor JVMs"),
+                             ("deploy.worker.Worker", "Spark worker JVMs"),
+                             ("deploy.master.Master", "Spark master JVM"),
+                             ("SparkSubmit", "driver's JVM"), ("pyspark.daemon", "Python workers"),
+                             ("pyspark/daemon", "Python workers"), (" agent ", "node agent")):
+            if needle in cmd:
+                return name
+        return "anything else"
+
+    return kind
+
+
 class StepTimer:
     """A Keras callback: the time of step WARM_STEPS's end and of the last step's."""
 
@@ -70,12 +146,13 @@ class StepTimer:
             def __init__(self):
                 super().__init__()
                 self.steps, self.t_warm, self.t_end = 0, None, None
+                self.wall_warm, self.wall_end = None, None
 
             def on_train_batch_end(self, batch, logs=None):
                 self.steps += 1
                 if self.steps == WARM_STEPS:
-                    self.t_warm = time.perf_counter()
-                self.t_end = time.perf_counter()
+                    self.t_warm, self.wall_warm = time.perf_counter(), time.time()
+                self.t_end, self.wall_end = time.perf_counter(), time.time()
 
             def rate(self):
                 return (self.steps - WARM_STEPS) / (self.t_end - self.t_warm)
@@ -105,8 +182,9 @@ def node_fun(args, ctx):
     after = feed.progress()
     with open(os.path.join(args["out"], "result.json"), "w") as f:
         json.dump({"steps_per_s": timer.rate(), "steps": timer.steps,
-                   "stall": (after.get("wait_us", 0) - before.get("wait_us", 0)) / 1e6 / span},
-                  f)
+                   "stall": (after.get("wait_us", 0) - before.get("wait_us", 0)) / 1e6 / span,
+                   "span": [timer.wall_warm, timer.wall_end], "trainer_pid": os.getpid(),
+                   "trainer_nice": os.getpriority(os.PRIO_PROCESS, 0)}, f)
 
 
 def cached_df(rows: int):
@@ -151,6 +229,7 @@ def run_sparktf(rows: int, pin: bool, tf_threads: int) -> dict:
         pin_process(1)
     from sparktf import TFCluster
 
+    sampler = CpuSampler()
     spark, df = cached_df(rows)
     out = tempfile.mkdtemp()
     cluster = TFCluster.run(spark.sparkContext, node_fun,
@@ -161,7 +240,10 @@ def run_sparktf(rows: int, pin: bool, tf_threads: int) -> dict:
     spark.stop()
     # the JVM feeder, reading the cached DataFrame from Spark's column buffers
     assert stats["feeder"] == "jvm" and stats["cache_partitions"] == PARTITIONS, stats
-    return json.load(open(os.path.join(out, "result.json")))
+    sampler.stop()
+    result = json.load(open(os.path.join(out, "result.json")))
+    result["cpu"] = sampler.cores(*result["span"], process_kind(result["trainer_pid"]))
+    return result
 
 
 def run_memory(rows: int, pin: bool, tf_threads: int) -> dict:
@@ -171,13 +253,17 @@ def run_memory(rows: int, pin: bool, tf_threads: int) -> dict:
     import tensorflow as tf
 
     set_tf_threads(tf_threads)
+    sampler = CpuSampler()
     g = np.random.default_rng(0)
     x = g.random((rows, WIDTH), dtype=np.float32)
     y = (np.arange(rows) % 10).astype(np.int32)
     ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(BATCH, drop_remainder=True)
     timer = StepTimer()
     model().fit(ds, epochs=1, verbose=0, callbacks=[timer])
-    return {"steps_per_s": timer.rate(), "steps": timer.steps, "stall": None}
+    sampler.stop()
+    return {"steps_per_s": timer.rate(), "steps": timer.steps, "stall": None,
+            "span": [timer.wall_warm, timer.wall_end],
+            "cpu": sampler.cores(timer.wall_warm, timer.wall_end, process_kind(os.getpid()))}
 
 
 def run(side: str, rows: int, pin: bool, tf_threads: int) -> dict:
@@ -214,6 +300,8 @@ def main():
             got[side].append(run(side, args.rows, args.pin, args.tf_threads))
         print(f"round {r + 1}: " + ", ".join(f"{k} {v[-1]['steps_per_s']:.1f} steps/s"
                                              for k, v in got.items()), flush=True)
+        for k, v in got.items():
+            print(f"  {k} CPU (cores): {v[-1]['cpu']}", flush=True)
     rate = {k: statistics.median(x["steps_per_s"] for x in v) for k, v in got.items()}
     stall = statistics.median(x["stall"] for x in got["sparktf"])
     ratios = [a["steps_per_s"] / b["steps_per_s"] for a, b in zip(got["sparktf"], got["memory"])]
@@ -240,6 +328,17 @@ def main():
           f"{rate['sparktf'] * BATCH:,.0f} rows/s that scan would take {read_cores:.2f} "
           f"of the {1 if args.pin else 2} feeding core(s) (sparktf reads the cache's "
           "column buffers instead)")
+    print("\nCPU in the timed span, in cores (of 2), median of the runs:\n"
+          "| | " + " | ".join(got) + " |\n|---|" + "---|" * len(got))
+    kinds = sorted({k for v in got.values() for x in v for k in x["cpu"]},
+                   key=lambda k: -max(statistics.median(x["cpu"].get(k, 0) for x in v)
+                                      for v in got.values()))
+    for k in kinds + ["all"]:
+        cells = [statistics.median(sum(x["cpu"].values()) if k == "all" else
+                                   x["cpu"].get(k, 0) for x in v) for v in got.values()]
+        print(f"| {k} | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
+    print("the node's TF process ran at nice "
+          + ", ".join(str(x["trainer_nice"]) for x in got["sparktf"]))
 
 
 if __name__ == "__main__":

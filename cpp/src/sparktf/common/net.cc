@@ -2,6 +2,9 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -13,6 +16,8 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 namespace sparktf {
 
@@ -98,6 +103,95 @@ Result<UniqueFd> ReservePort(int* port) {
   }
   *port = LocalPort(fd.get());
   return fd;
+}
+
+namespace {
+
+constexpr int kTcpListenState = 10;  // TCP_LISTEN in the kernel's tcp_states.h
+
+// One sock_diag dump of the listening TCP sockets of `family` on `port`: true if there
+// is one; an error if netlink refuses.
+Result<bool> DiagListening(int family, int port) {
+  UniqueFd fd(::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG));
+  if (!fd.valid()) return Status::FromErrno("netlink socket", errno);
+  struct {
+    nlmsghdr header;
+    inet_diag_req_v2 request;
+  } query{};
+  query.header.nlmsg_len = sizeof(query);
+  query.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+  query.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  query.request.sdiag_family = static_cast<uint8_t>(family);
+  query.request.sdiag_protocol = IPPROTO_TCP;
+  query.request.idiag_states = 1u << kTcpListenState;  // the listening table only
+  query.request.id.idiag_sport = htons(static_cast<uint16_t>(port));
+  sockaddr_nl kernel{};
+  kernel.nl_family = AF_NETLINK;
+  if (::sendto(fd.get(), &query, sizeof(query), 0, reinterpret_cast<sockaddr*>(&kernel),
+               sizeof(kernel)) != static_cast<ssize_t>(sizeof(query))) {
+    return Status::FromErrno("sock_diag query", errno);
+  }
+  alignas(nlmsghdr) char buffer[16384];
+  bool found = false;
+  for (;;) {
+    ssize_t n = ::recv(fd.get(), buffer, sizeof(buffer), 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno("sock_diag reply", errno);
+    }
+    // Walks the reply's messages (NLMSG_OK/NLMSG_NEXT, without their sign mix).
+    for (size_t at = 0; at + sizeof(nlmsghdr) <= static_cast<size_t>(n);) {
+      const auto* h = reinterpret_cast<const nlmsghdr*>(buffer + at);
+      if (h->nlmsg_len < sizeof(nlmsghdr) || at + h->nlmsg_len > static_cast<size_t>(n)) break;
+      at += NLMSG_ALIGN(h->nlmsg_len);
+      if (h->nlmsg_type == NLMSG_DONE) return found;
+      if (h->nlmsg_type == NLMSG_ERROR) {
+        const auto* e = static_cast<const nlmsgerr*>(NLMSG_DATA(h));
+        return Status::FromErrno("sock_diag", -e->error);
+      }
+      if (h->nlmsg_len < NLMSG_LENGTH(sizeof(inet_diag_msg))) continue;
+      const auto* m = static_cast<const inet_diag_msg*>(NLMSG_DATA(h));
+      // Older kernels ignore idiag_sport in a dump: check the port of each.
+      if (m->idiag_state == kTcpListenState && ntohs(m->id.idiag_sport) == port) found = true;
+    }
+    if (n == 0) return found;
+  }
+}
+
+}  // namespace
+
+// A listening socket's line in /proc/net/tcp{,6} has its local port in hex after the
+// address's colon and state 0A.
+bool TcpPortListeningInProc(int port) {
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state;
+      if (!(fields >> slot >> local >> remote >> state) || state != "0A") continue;
+      size_t colon = local.rfind(':');
+      if (colon != std::string::npos &&
+          std::strtol(local.c_str() + colon + 1, nullptr, 16) == port) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+Result<bool> TcpPortListening(int port) {
+  if (port <= 0 || port > 65535) {
+    return Status::InvalidArgument("port " + std::to_string(port) + " is out of range");
+  }
+  bool any = false;
+  for (int family : {AF_INET, AF_INET6}) {
+    auto r = DiagListening(family, port);
+    if (!r.ok()) return TcpPortListeningInProc(port);
+    any = any || *r;
+  }
+  return any;
 }
 
 Result<UniqueFd> ConnectTcp(const HostPort& addr, std::chrono::milliseconds timeout,

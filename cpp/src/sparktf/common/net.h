@@ -54,6 +54,15 @@ Result<UniqueFd> ListenTcp(const std::string& host, int port, int backlog = 128)
 // bind it. *port receives the port.
 Result<UniqueFd> ReservePort(int* port);
 
+// Whether a TCP socket of this machine's network namespace listens on `port` (any
+// address, IPv4 or IPv6). Asks the kernel's sock_diag netlink interface for listening
+// sockets only, which costs microseconds; /proc/net/tcp, the fallback where netlink is
+// refused, walks the whole established-connection table on every read (about 10 ms
+// on a machine with 24 GiB), too slow to poll.
+Result<bool> TcpPortListening(int port);
+// The same answer read from /proc/net/tcp and tcp6 (the fallback; tests compare the two).
+bool TcpPortListeningInProc(int port);
+
 // Connects with a deadline; the error names the address ("connect 10.0.0.5:4711:
 // Connection refused"). A non-empty `local_ip` is the source address (the interface
 // this host's Spark uses, when a machine has several).
