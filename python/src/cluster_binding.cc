@@ -158,13 +158,11 @@ void InitCluster(nb::module_& m) {
   }, nb::arg("address"), nb::arg("token"), nb::arg("name"), nb::arg("executor_id"),
      nb::arg("count") = 0, nb::arg("timeout") = 600.0, nb::arg("generation") = 0);
 
-  m.def("tcp_port_listening", [](int port) {
-    Result<bool> r = [&] {
-      nb::gil_scoped_release release;
-      return TcpPortListening(port);
-    }();
-    return ValueOrThrow(std::move(r));
-  }, nb::arg("port"),
+  // Keeps the GIL (the query takes microseconds): a daemon thread polls this, and one that
+  // released the GIL here while the interpreter exits would end in std::terminate when
+  // PyEval_RestoreThread ends the thread from inside the GIL guard's destructor.
+  m.def("tcp_port_listening", [](int port) { return ValueOrThrow(TcpPortListening(port)); },
+     nb::arg("port"),
      "Whether a TCP socket of this machine listens on `port` (sock_diag; microseconds).");
 
   m.def("get_status", [](const std::string& address, const std::string& token, double timeout) {
