@@ -24,16 +24,13 @@ moves itself to CPU 0 before it builds the model.
 
 With --tf-threads N, both sides set TensorFlow's intra-op threads to N.
 
-With --feeder-nice N, the JVM feeder's threads run at nice N (spark.sparktf.feeder.nice;
-sparktf's default is 10, 0 leaves them at the executors' priority).
-
 CPU in the timed span: every process on the machine is sampled (/proc/PID/stat, every
 0.1 s) while a side runs; the CPU time each used between the samples nearest the span's
 start and end, over the span, is reported in cores by kind (the trainer, the executor
 JVMs, the node agent, ...), so the gap on shared cores is accounted for, not guessed.
 
 Usage: .venv/bin/python bench/keras_feed_bench.py [--rows 120000] [--rounds 3] [--pin]
-       [--tf-threads N] [--feeder-nice N]
+       [--tf-threads N]
 """
 
 import argparse
@@ -50,7 +47,6 @@ BATCH = 256
 WARM_STEPS = 20
 WIDTH = 784
 PARTITIONS = 8
-FEEDER_NICE = None  # --feeder-nice: the JVM feeder's nice value (None: sparktf's default)
 
 
 def set_tf_threads(n: int) -> None:
@@ -239,8 +235,6 @@ def run_sparktf(rows: int, pin: bool, tf_threads: int) -> dict:
     cluster = TFCluster.run(spark.sparkContext, node_fun,
                             {"out": out, "pin": pin, "tf_threads": tf_threads}, 1,
                             input_mode=TFCluster.InputMode.SPARK)
-    if FEEDER_NICE is not None:
-        spark.conf.set("spark.sparktf.feeder.nice", str(FEEDER_NICE))
     stats = cluster.train(df, num_epochs=1)
     cluster.shutdown(timeout=300)
     spark.stop()
@@ -248,7 +242,6 @@ def run_sparktf(rows: int, pin: bool, tf_threads: int) -> dict:
     assert stats["feeder"] == "jvm" and stats["cache_partitions"] == PARTITIONS, stats
     sampler.stop()
     result = json.load(open(os.path.join(out, "result.json")))
-    result["feeder_nice"] = stats["feeder_nice"]
     result["cpu"] = sampler.cores(*result["span"], process_kind(result["trainer_pid"]))
     return result
 
@@ -277,8 +270,6 @@ def run(side: str, rows: int, pin: bool, tf_threads: int) -> dict:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     cmd = [sys.executable, os.path.abspath(__file__), "--side", side, "--rows", str(rows),
            "--tf-threads", str(tf_threads)]
-    if FEEDER_NICE is not None:
-        cmd += ["--feeder-nice", str(FEEDER_NICE)]
     p = subprocess.run(cmd + (["--pin"] if pin else []), capture_output=True, text=True, env=env,
                        cwd=tempfile.gettempdir(), timeout=1800)
     for line in p.stdout.splitlines():
@@ -295,12 +286,8 @@ def main():
                     help="training on CPU 0 alone, the feed on CPU 1 (both sides)")
     ap.add_argument("--tf-threads", type=int, default=0,
                     help="TensorFlow's intra-op threads on both sides (0: its default)")
-    ap.add_argument("--feeder-nice", type=int, default=None,
-                    help="the JVM feeder's nice value (default: sparktf's, 10)")
     ap.add_argument("--side", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    global FEEDER_NICE
-    FEEDER_NICE = args.feeder_nice
     if args.side:
         run_side = {"sparktf": run_sparktf, "memory": run_memory,
                     "cache-read": run_cache_read}[args.side]
@@ -351,9 +338,7 @@ def main():
                                    x["cpu"].get(k, 0) for x in v) for v in got.values()]
         print(f"| {k} | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
     print("the node's TF process ran at nice "
-          + ", ".join(str(x["trainer_nice"]) for x in got["sparktf"])
-          + "; the JVM feeder's threads at " + ", ".join(str(x["feeder_nice"])
-                                                        for x in got["sparktf"]))
+          + ", ".join(str(x["trainer_nice"]) for x in got["sparktf"]))
 
 
 if __name__ == "__main__":

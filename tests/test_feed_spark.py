@@ -13,7 +13,7 @@ import pytest
 from leftovers import shm_segments
 from test_cluster_spark import wait_no_node_processes
 
-from sparktf import TFCluster, errors, jvm
+from sparktf import TFCluster, errors
 
 pytestmark = pytest.mark.spark
 SPARK = TFCluster.InputMode.SPARK
@@ -172,20 +172,9 @@ def test_train_from_dataframe_with_arrow(spark, tmp_path, feeder, clean_after):
     with_null = spark.createDataFrame([(1.0, 2.0), (None, 3.0)], "label double, x double")
     with pytest.raises(Exception, match="column 'label' has nulls; fill or drop them"):
         cluster.train(with_null.coalesce(1), feed_timeout=60, feeder=feeder)
-    # The JVM feeder's threads at nice 0: they stay at the executors' (inherited from here).
-    spark.conf.set(jvm.NICE_CONF, "20" if feeder == "jvm" else "0")
-    try:
-        if feeder == "jvm":
-            with pytest.raises(errors.InvalidArgument, match="from 0 to 19, got '20'"):
-                cluster.train(df, feeder=feeder)
-            spark.conf.set(jvm.NICE_CONF, "0")
-        stats = cluster.train(df, feeder=feeder)
-    finally:
-        spark.conf.unset(jvm.NICE_CONF)
+    stats = cluster.train(df, feeder=feeder)
     cluster.shutdown(timeout=120)
     assert stats["rows"] == 3000 and stats["partitions"] == 3 and stats["feeder"] == feeder
-    assert stats["feeder_nice"] == ([os.getpriority(os.PRIO_PROCESS, 0)] if feeder == "jvm"
-                                    else [])
     ids = range(3000)
     seen = node_results(tmp_path)
     assert sum(r["rows"] for r in seen.values()) == 3000
@@ -257,18 +246,11 @@ def test_dataframe_of_numbers_arrives_value_for_value(spark, tmp_path, feeder, s
         cluster.train(row_null, feed_timeout=60, feeder=feeder)
     with pytest.raises(Exception, match="column 'x' has nulls; fill or drop them"):
         cluster.train(scalar_null, feed_timeout=60, feeder=feeder)
-    if source == "cached":  # the JVM feeder's threads at nice 7 (pipelined: the default)
-        spark.conf.set(jvm.NICE_CONF, "7")
-    try:
-        stats = cluster.train(df, feeder=feeder)
-    finally:
-        spark.conf.unset(jvm.NICE_CONF)
+    stats = cluster.train(df, feeder=feeder)
     cluster.shutdown(timeout=120)
     for frame in cached:
         frame.unpersist()
     assert stats["rows"] == 5000 and stats["feeder"] == feeder
-    assert stats["feeder_nice"] == ([] if feeder == "python" else
-                                    [7] if source == "cached" else [10])
     assert stats["cache_partitions"] == (4 if source == "cached" else 0)
     got = sorted((r for p in glob.glob(str(tmp_path / "rows-*.json")) for r in json.load(open(p))),
                  key=lambda r: r[0])

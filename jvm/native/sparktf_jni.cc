@@ -4,11 +4,6 @@
 // ArrowPartitionFeed (sparktf/node/feed_task.h) pushes to the partition's node.
 // Errors are thrown as io.sparktf.SparktfException("<StatusCode>: <message>").
 #include <jni.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include <cerrno>
 
 #include <memory>
 #include <string>
@@ -165,24 +160,6 @@ JNIEXPORT jboolean JNICALL Java_io_sparktf_NativeFeed_local(JNIEnv*, jclass, jlo
 
 JNIEXPORT jint JNICALL Java_io_sparktf_NativeFeed_feedIndex(JNIEnv*, jclass, jlong handle) {
   return Feed(handle)->feed_index();
-}
-
-// Raises the calling thread's nice value to `nice` unless it is already at least that
-// (Linux's nice is per thread); returns the value in effect. Unprivileged threads cannot
-// lower it again, so callers use a thread of their own.
-JNIEXPORT jint JNICALL Java_io_sparktf_NativeFeed_lowerThreadPriority(JNIEnv*, jclass,
-                                                                      jint nice) {
-  const auto tid = static_cast<id_t>(::syscall(SYS_gettid));
-  errno = 0;
-  int now = ::getpriority(PRIO_PROCESS, tid);
-  if (errno != 0) return 0;
-  if (now < nice && ::setpriority(PRIO_PROCESS, tid, nice) == 0) now = nice;
-  return now;
-}
-
-// The calling thread's nice value.
-JNIEXPORT jint JNICALL Java_io_sparktf_NativeFeed_threadNice(JNIEnv*, jclass) {
-  return ::getpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)));
 }
 
 JNIEXPORT void JNICALL Java_io_sparktf_NativeFeed_close(JNIEnv*, jclass, jlong handle) {

@@ -608,10 +608,7 @@ class TFCluster:
         (terminate()); a cached RDD's stored pickles are read in C++ unless they hold
         values only Python reads (pickles_python); the JVM feeder reads a cached
         DataFrame of numbers, booleans and arrays of numbers straight from Spark's
-        in-memory column buffers (cache_partitions counts those partitions), its
-        feeding threads at the nice value of spark.sparktf.feeder.nice (default 10: on
-        cores shared with training, training goes first; feeder_nice lists the values the
-        threads ran at). With
+        in-memory column buffers (cache_partitions counts those partitions). With
         restarts (TFCluster.run), a node's failure restarts the cluster, and train()
         carries on: the new generation is fed again from the first epoch a node had
         not taken in full (_feed_epoch). A streaming DataFrame is fed as it arrives
@@ -643,12 +640,11 @@ class TFCluster:
         elif feeder == "auto":
             feeder = "jvm" if is_df and jvm.available(self.sc) else "python"
         if feeder == "jvm":
-            nice = jvm.feed_nice(data.sparkSession)  # a bad setting fails before any feed
             data = feeding.vectors_as_arrays(data)
             partitions = data.rdd.getNumPartitions()
 
             def make_job(meta):
-                return lambda: jvm.feed(data, dict(meta, partitions=partitions), nice)
+                return lambda: jvm.feed(data, dict(meta, partitions=partitions))
         elif is_df:
             schema = "partition long, pushed long, skipped long, local boolean, node long"
             data = feeding.vectors_as_arrays(data)
@@ -668,7 +664,7 @@ class TFCluster:
                 return lambda: source.mapPartitionsWithIndex(fn).collect()
         total = {"rows": 0, "skipped": 0, "partitions": 0, "local_partitions": 0,
                  "pickles_native": 0, "pickles_python": 0, "cache_partitions": 0,
-                 "feeder_nice": [], "placement": [], "remote": [],
+                 "placement": [], "remote": [],
                  "feeder": feeder if is_df else "python"}
         with _ProgressLines(self, qname, int(num_epochs), self.progress_interval) as progress:
             self._feed_epochs(make_job, qname, feed_timeout, int(num_epochs), total, progress)
@@ -697,9 +693,6 @@ class TFCluster:
             total["pickles_native"] += sum(s[5] for s in stats if len(s) > 5)
             total["pickles_python"] += sum(s[6] for s in stats if len(s) > 6)
             total["cache_partitions"] += sum(1 for s in stats if len(s) > 7 and s[7])
-            if "feeder_nice" in total:  # the JVM feeder's threads
-                total["feeder_nice"] = sorted(set(total["feeder_nice"])
-                                              | {s[8] for s in stats if len(s) > 8})
             logger.info("sparktf: fed epoch %d/%d: %d rows in %.1f s", epoch + 1, num_epochs,
                         rows, time.monotonic() - t0)
 

@@ -42,30 +42,12 @@ def check_available(sc) -> None:
             f"with spark.jars={JAR_NAME} (sparktf.jvm.jar_path(), or spark-submit --jars)")
 
 
-NICE_CONF = "spark.sparktf.feeder.nice"
-
-
-def feed_nice(spark) -> int:
-    """The nice value of the JVM feeder's threads (NICE_CONF, default 10; 0 leaves them at
-    the executor's): a feeding task that shares cores with training yields them to it."""
-    text = spark.conf.get(NICE_CONF, "10")
-    try:
-        nice = int(text)
-    except ValueError:
-        nice = -1
-    if not 0 <= nice <= 19:
-        raise errors.InvalidArgument(f"{NICE_CONF} must be a nice value from 0 to 19, "
-                                     f"got {text!r}")
-    return nice
-
-
-def feed(df, meta: dict, nice: int) -> list[tuple]:
+def feed(df, meta: dict) -> list[tuple]:
     """Runs the feeding job of `df` (a DataFrame, vectors already arrays) for `meta`
-    (TFCluster._feed_meta, with "partitions"), its threads at nice `nice` (feed_nice);
-    one (partition, pushed, skipped, local, node, 0, 0, cached, nice) per partition: the
-    fields of feeding.feed_arrow_partition, no pickles, then whether the rows were read
-    straight from Spark's in-memory cache of `df` (df.cache(); io.sparktf.CachedColumns)
-    and the feeding thread's nice value."""
+    (TFCluster._feed_meta, with "partitions"); one (partition, pushed, skipped, local,
+    node, 0, 0, cached) per partition: the fields of feeding.feed_arrow_partition, no
+    pickles, then whether the rows were read straight from Spark's in-memory cache of
+    `df` (df.cache(); io.sparktf.CachedColumns)."""
     spark = df.sparkSession
     conf = spark.conf
     max_rows = int(conf.get("spark.sql.execution.arrow.maxRecordsPerBatch", "10000"))
@@ -74,9 +56,9 @@ def feed(df, meta: dict, nice: int) -> list[tuple]:
     time_zone = conf.get("spark.sql.session.timeZone")
     jvm = spark.sparkContext._jvm
     feeder = getattr(jvm, FEEDER_CLASS)
-    lines = feeder.feed(df._jdf, json.dumps(meta), max_rows, time_zone, nice)
+    lines = feeder.feed(df._jdf, json.dumps(meta), max_rows, time_zone)
     out = []
     for line in lines.splitlines():
-        partition, pushed, skipped, local, node, cached, nice = (int(v) for v in line.split())
-        out.append((partition, pushed, skipped, bool(local), node, 0, 0, bool(cached), nice))
+        partition, pushed, skipped, local, node, cached = (int(v) for v in line.split())
+        out.append((partition, pushed, skipped, bool(local), node, 0, 0, bool(cached)))
     return out

@@ -4,14 +4,11 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Iterator;
 import java.util.List;
-import java.util.concurrent.Callable;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.types.pojo.ArrowType;
-import org.apache.spark.TaskContext;
-import org.apache.spark.TaskContext$;
 import org.apache.spark.api.java.function.Function2;
 import org.apache.spark.rdd.RDD;
 import org.apache.spark.sql.catalyst.InternalRow;
@@ -37,15 +34,12 @@ public final class JvmFeeder {
   /**
    * Feeds every partition of `dataset` (a DataFrame, as PySpark's df._jdf) to the nodes of
    * `jobJson` (TFCluster._feed_meta as JSON). Returns one line per partition:
-   * "partition pushed skipped local node cached nice" (local 1 or 0, node its feed index,
-   * cached 1 when the rows were read from Spark's in-memory cache by CachedColumns, nice
-   * the feeding thread's nice value).
-   * With `nice` above 0, each task feeds from a thread of its own at that nice value
-   * (onFeedThread), so that on cores it shares with training, training goes first.
+   * "partition pushed skipped local node cached" (local 1 or 0, node its feed index,
+   * cached 1 when the rows were read from Spark's in-memory cache by CachedColumns).
    */
   @SuppressWarnings("unchecked")
-  public static String feed(Object dataset, String jobJson, int maxRows, String timeZone,
-                            int nice) throws ReflectiveOperationException {
+  public static String feed(Object dataset, String jobJson, int maxRows, String timeZone)
+      throws ReflectiveOperationException {
     // Through reflection: the classic Dataset of Spark 4 and the Dataset of Spark 3 both
     // have these, in different classes.
     Object plan = dataset.getClass().getMethod("queryExecution").invoke(dataset);
@@ -58,72 +52,15 @@ public final class JvmFeeder {
     List<String> lines;
     if (cached != null) {
       lines = cached.batches.toJavaRDD()
-          .mapPartitionsWithIndex(new FeedCachedPartition(jobJson, schema, maxRows, cached, nice), false)
+          .mapPartitionsWithIndex(new FeedCachedPartition(jobJson, schema, maxRows, cached), false)
           .collect();
     } else {
       RDD<InternalRow> rows = (RDD<InternalRow>) plan.getClass().getMethod("toRdd").invoke(plan);
       lines = rows.toJavaRDD()
-          .mapPartitionsWithIndex(new FeedPartition(jobJson, schema, maxRows, timeZone, nice), false)
+          .mapPartitionsWithIndex(new FeedPartition(jobJson, schema, maxRows, timeZone), false)
           .collect();
     }
     return String.join("\n", lines);
-  }
-
-  /**
-   * Runs a feeding task's `body` on a thread of its own ("sparktf-feed-P") whose nice value
-   * is raised to `nice`, and returns its result; with `nice` 0, on the task's thread. A
-   * thread's nice value cannot be lowered again without privileges, and Spark reuses its
-   * task threads, so the task's own thread keeps its priority. The feed thread has the
-   * task's TaskContext (as the writer thread of Spark's Python runner has), so Spark's
-   * iterators see a killed task. An interrupt of the task's thread is passed on, and the
-   * task's thread still waits for the feed thread to end: a feed never outlives its task.
-   */
-  static <T> T onFeedThread(int partition, int nice, Callable<T> body) {
-    if (nice <= 0) return callUnchecked(body);
-    TaskContext task = TaskContext.get();
-    Object[] result = new Object[1];
-    Throwable[] failure = new Throwable[1];
-    Thread feeder = new Thread(() -> {
-      if (task != null) TaskContext$.MODULE$.setTaskContext(task);
-      try {
-        NativeFeed.load();
-        NativeFeed.lowerThreadPriority(nice);
-        result[0] = body.call();
-      } catch (Throwable e) {
-        failure[0] = e;
-      } finally {
-        if (task != null) TaskContext$.MODULE$.unset();
-      }
-    }, "sparktf-feed-" + partition);
-    feeder.setDaemon(true);
-    feeder.start();
-    boolean interrupted = false;
-    while (true) {
-      try {
-        feeder.join();
-        break;
-      } catch (InterruptedException e) {
-        interrupted = true;
-        feeder.interrupt();
-      }
-    }
-    if (interrupted) Thread.currentThread().interrupt();
-    if (failure[0] instanceof RuntimeException) throw (RuntimeException) failure[0];
-    if (failure[0] instanceof Error) throw (Error) failure[0];
-    if (failure[0] != null) throw new SparktfException("Internal: " + failure[0]);
-    @SuppressWarnings("unchecked")
-    T value = (T) result[0];
-    return value;
-  }
-
-  private static <T> T callUnchecked(Callable<T> body) {
-    try {
-      return body.call();
-    } catch (RuntimeException e) {
-      throw e;
-    } catch (Exception e) {
-      throw new SparktfException("Internal: " + e);
-    }
   }
 
   /**
@@ -184,8 +121,7 @@ public final class JvmFeeder {
       if (batch.rows() > 0 && !stopped) push();
       NativeFeed.finish(handle);
       return partition + " " + pushed + " " + skipped + " " + (NativeFeed.local(handle) ? 1 : 0)
-          + " " + NativeFeed.feedIndex(handle) + " " + (cached ? 1 : 0) + " "
-          + NativeFeed.threadNice();
+          + " " + NativeFeed.feedIndex(handle) + " " + (cached ? 1 : 0);
     }
 
     private void push() {
@@ -224,22 +160,16 @@ public final class JvmFeeder {
     private final StructType schema;
     private final int maxRows;
     private final String timeZone;
-    private final int nice;
 
-    FeedPartition(String jobJson, StructType schema, int maxRows, String timeZone, int nice) {
+    FeedPartition(String jobJson, StructType schema, int maxRows, String timeZone) {
       this.jobJson = jobJson;
       this.schema = schema;
       this.maxRows = Math.max(1, maxRows);
       this.timeZone = timeZone;
-      this.nice = nice;
     }
 
     @Override
     public Iterator<String> call(Integer partition, Iterator<InternalRow> rows) {
-      return onFeedThread(partition, nice, () -> feed(partition, rows));
-    }
-
-    private Iterator<String> feed(int partition, Iterator<InternalRow> rows) {
       try (PartitionFeed feed = new PartitionFeed(jobJson, partition, schema, maxRows, timeZone)) {
         while (rows.hasNext()) {
           InternalRow row = rows.next();
@@ -263,23 +193,16 @@ public final class JvmFeeder {
     private final StructType schema;
     private final int maxRows;
     private final CachedColumns columns;
-    private final int nice;
 
-    FeedCachedPartition(String jobJson, StructType schema, int maxRows, CachedColumns columns,
-                        int nice) {
+    FeedCachedPartition(String jobJson, StructType schema, int maxRows, CachedColumns columns) {
       this.jobJson = jobJson;
       this.schema = schema;
       this.maxRows = Math.max(1, maxRows);
       this.columns = columns;
-      this.nice = nice;
     }
 
     @Override
     public Iterator<String> call(Integer partition, Iterator<CachedBatch> batches) {
-      return onFeedThread(partition, nice, () -> feed(partition, batches));
-    }
-
-    private Iterator<String> feed(int partition, Iterator<CachedBatch> batches) {
       CachedColumns.Reader reader = columns.new Reader();
       try (PartitionFeed feed = new PartitionFeed(jobJson, partition, schema, maxRows, null)) {
         PrimitiveBatch batch = (PrimitiveBatch) feed.batch;

@@ -36,15 +36,6 @@ final class NativeFeed {
 
   static native void close(long handle);
 
-  /**
-   * Raises the calling thread's nice value to `nice` (unless it is higher already);
-   * returns the value in effect. It cannot be lowered again: call it on a thread of its own.
-   */
-  static native int lowerThreadPriority(int nice);
-
-  /** The calling thread's nice value. */
-  static native int threadNice();
-
   private static boolean loaded = false;
 
   /**
