@@ -121,7 +121,7 @@ def process_kind(trainer_pid: int):
 
     def kind(pid: str, cmd: str) -> str:
         if pid == str(trainer_pid):
-            return "trainer (node's TF process)" if pid != me else "trainer"
+            return "trainer"  # the node's TF process, or the baseline's own
         if pid == me:
             return "driver's Python"
         for needle, name in (("CoarseGrainedExecutorBackend", "executor JVMs"),

@@ -160,6 +160,15 @@ Result<bool> DiagListening(int family, int port) {
 
 }  // namespace
 
+Result<bool> TcpPortListeningByDiag(int port) {
+  bool any = false;
+  for (int family : {AF_INET, AF_INET6}) {
+    ASSIGN_OR_RETURN(bool found, DiagListening(family, port));
+    any = any || found;
+  }
+  return any;
+}
+
 // A listening socket's line in /proc/net/tcp{,6} has its local port in hex after the
 // address's colon and state 0A.
 bool TcpPortListeningInProc(int port) {
@@ -185,13 +194,8 @@ Result<bool> TcpPortListening(int port) {
   if (port <= 0 || port > 65535) {
     return Status::InvalidArgument("port " + std::to_string(port) + " is out of range");
   }
-  bool any = false;
-  for (int family : {AF_INET, AF_INET6}) {
-    auto r = DiagListening(family, port);
-    if (!r.ok()) return TcpPortListeningInProc(port);
-    any = any || *r;
-  }
-  return any;
+  auto by_diag = TcpPortListeningByDiag(port);
+  return by_diag.ok() ? *by_diag : TcpPortListeningInProc(port);
 }
 
 Result<UniqueFd> ConnectTcp(const HostPort& addr, std::chrono::milliseconds timeout,

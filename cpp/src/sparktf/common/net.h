@@ -60,7 +60,9 @@ Result<UniqueFd> ReservePort(int* port);
 // refused, walks the whole established-connection table on every read (about 10 ms
 // on a machine with 24 GiB), too slow to poll.
 Result<bool> TcpPortListening(int port);
-// The same answer read from /proc/net/tcp and tcp6 (the fallback; tests compare the two).
+// Its two ways, apart so that tests check each: the sock_diag query (an error where
+// netlink is refused) and /proc/net/tcp and tcp6.
+Result<bool> TcpPortListeningByDiag(int port);
 bool TcpPortListeningInProc(int port);
 
 // Connects with a deadline; the error names the address ("connect 10.0.0.5:4711:
