@@ -362,9 +362,9 @@ Status PushRowBatch(nb::handle batcher, const std::function<Status(feed::Message
 }
 
 nb::tuple SliceToColumns(BatchSlice slice, bool with_row_arrays) {
-  auto* owner_ref = new std::shared_ptr<const std::string>(slice.owner);
+  auto* owner_ref = new std::shared_ptr<const void>(slice.owner);
   nb::capsule owner(owner_ref, [](void* p) noexcept {
-    delete static_cast<std::shared_ptr<const std::string>*>(p);
+    delete static_cast<std::shared_ptr<const void>*>(p);
   });
   nb::dict out;
   nb::list row_arrays;

@@ -29,12 +29,11 @@ struct TfFeedSource {
   std::weak_ptr<FeedReader> reader;
 };
 
-// SparktfFeedColumn's owner is the slice's std::shared_ptr<const std::string>.
+// SparktfFeedColumn's owner is the slice's std::shared_ptr<const void>.
 void* HoldBuffer(const void* owner) {
-  return new std::shared_ptr<const std::string>(
-      *static_cast<const std::shared_ptr<const std::string>*>(owner));
+  return new std::shared_ptr<const void>(*static_cast<const std::shared_ptr<const void>*>(owner));
 }
-void ReleaseBuffer(void* held) { delete static_cast<std::shared_ptr<const std::string>*>(held); }
+void ReleaseBuffer(void* held) { delete static_cast<std::shared_ptr<const void>*>(held); }
 
 int32_t TfFeedNext(void* source, uint64_t rows, int64_t timeout_ms, void* sink,
                    SparktfFeedEmit emit, char* error, size_t error_size) {
@@ -152,6 +151,9 @@ class PyFeedReader {
     d["finished"] = p.finished;
     d["producers_lost"] = p.producers_lost;
     d["duplicates"] = p.duplicates;
+    d["in_place"] = p.in_place;
+    d["copied"] = p.copied;
+    d["evictions"] = p.evictions;
     d["batches"] = p.batches;
     d["wait_us"] = p.wait_us;
     return d;

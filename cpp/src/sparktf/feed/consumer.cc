@@ -39,6 +39,7 @@ FeedProgress FeedReader::progress() const {
 }
 
 void FeedReader::Publish() {
+  progress_.evictions = input_->stats().evictions;
   std::lock_guard<std::mutex> lock(published_mu_);
   published_ = progress_;
 }
@@ -76,14 +77,13 @@ Result<std::optional<std::vector<ColumnView>>> FeedReader::PeekSchema(millisecon
 }
 
 Result<bool> FeedReader::PopOne(milliseconds wait) {
-  std::shared_ptr<std::string> buffer = pool_.Get();
-  // A batch lands at a 64-byte aligned address, so its payloads are aligned as
-  // TensorFlow's tensors need and the op can hand them over without a copy.
-  size_t start = 0;
-  Status st = input_->Pop(
-      buffer.get(), wait,
-      [](std::string_view m) -> size_t { return IsTagged(m) ? kTagSize : 0; }, &start);
-  const std::string_view message = std::string_view(*buffer).substr(start);
+  // A batch is handed out in place when the ring's hold limit allows, else copied to a
+  // pooled buffer; either way it lies at a 64-byte aligned address, so its payloads are
+  // aligned as TensorFlow's tensors need and the op can hand them over without a copy.
+  HeldMessage held;
+  Status st = input_->PopHeld(&held, wait, &pool_, &BatchStart);
+  const std::string_view message = held.bytes;
+  if (st.ok()) ++(held.in_place ? progress_.in_place : progress_.copied);
   if (st.code() == StatusCode::kDeadlineExceeded) return false;
   if (st.code() == StatusCode::kOutOfRange) {
     progress_.closed = true;
@@ -127,17 +127,16 @@ Result<bool> FeedReader::PopOne(milliseconds wait) {
     return true;
   }
   if (IsTagged(message)) {
-    RETURN_NOT_OK(AddTagged(std::move(buffer), start));
+    RETURN_NOT_OK(AddTagged(std::move(held.owner), message));
     return true;
   }
   ASSIGN_OR_RETURN(uint64_t rows, BatchRows(message));
-  RETURN_NOT_OK(rows_.Add(std::move(buffer), start));
+  RETURN_NOT_OK(rows_.Add(std::move(held.owner), message, 0));
   progress_.delivered += rows;
   return true;
 }
 
-Status FeedReader::AddTagged(std::shared_ptr<std::string> buffer, size_t start) {
-  const std::string_view message = std::string_view(*buffer).substr(start);
+Status FeedReader::AddTagged(std::shared_ptr<const void> owner, std::string_view message) {
   ASSIGN_OR_RETURN(BatchTag tag, DecodeTag(message));
   ASSIGN_OR_RETURN(uint64_t rows, BatchRows(message.substr(kTagSize)));
   uint64_t& have = tagged_rows_[{tag.feed, tag.partition}];
@@ -154,7 +153,7 @@ Status FeedReader::AddTagged(std::shared_ptr<std::string> buffer, size_t start) 
   }
   progress_.duplicates += known;
   if (known == rows) return Status::OK();
-  RETURN_NOT_OK(rows_.Add(std::move(buffer), start + kTagSize, known));
+  RETURN_NOT_OK(rows_.Add(std::move(owner), message.substr(kTagSize), known));
   have = tag.first_row + rows;
   progress_.delivered += rows - known;
   return Status::OK();

@@ -43,6 +43,9 @@ struct FeedProgress {
   uint64_t batches = 0;     // batches handed out
   uint64_t wait_us = 0;     // time Next spent before it had a batch to hand out (input stall)
   double ring_fill = 0;     // share of the input ring in use, at the last report
+  uint64_t in_place = 0;    // messages read in place (held in the ring until let go)
+  uint64_t copied = 0;      // messages copied out (not aligned by their producer)
+  uint64_t evictions = 0;   // times held messages moved out of the ring (Ring::PopHeld)
 };
 
 struct Watermark {
@@ -67,7 +70,8 @@ class FeedReader {
 
   // The next batch, or nullopt at the end of the feed: a view of the message it
   // came in when its rows lie in one (no copy), else copied once into a pooled
-  // buffer (messages are popped into pooled buffers too). exact: exactly n rows
+  // buffer. A message is read in place, its ring space held until the last view
+  // of it goes, within the ring's hold limit; past it, into a pooled buffer. exact: exactly n rows
   // (a short tail is dropped and counted; with lockstep, always exact);
   // otherwise up to n rows, fewer only at the end of the feed or of an
   // inference partition (a batch never spans two partitions).
@@ -99,9 +103,8 @@ class FeedReader {
   // Pops one message (waiting at most `wait`); false if none came.
   Result<bool> PopOne(std::chrono::milliseconds wait);
   Status FinishPartition();
-  // Adds the rows that no earlier attempt delivered of the tagged batch that starts
-  // `start` bytes into *buffer.
-  Status AddTagged(std::shared_ptr<std::string> buffer, size_t start);
+  // Adds the rows that no earlier attempt delivered of the tagged batch `message`.
+  Status AddTagged(std::shared_ptr<const void> owner, std::string_view message);
   // Drops the open inference partition (its producer is gone).
   void Abandon(const std::string& why);
   Status Report();

@@ -40,10 +40,12 @@ PartitionFeed::~PartitionFeed() {
 }
 
 Status PartitionFeed::PushMessage(MessageParts message, milliseconds timeout) {
-  if (!results_) return ClassifyConsumerStop(input_->Push(message, timeout));
+  // The batch lands aligned in the ring, so the reader can hand out its columns in place.
+  const size_t align_at = message.empty() ? 0 : BatchStart(message[0]);
+  if (!results_) return ClassifyConsumerStop(input_->Push(message, timeout, align_at));
   auto deadline = Clock::now() + timeout;
   while (true) {
-    Status st = input_->Push(message, kDrainSlice);
+    Status st = input_->Push(message, kDrainSlice, align_at);
     if (st.code() != StatusCode::kDeadlineExceeded) return ClassifyConsumerStop(st);
     const uint64_t before = result_rows_;
     RETURN_NOT_OK(DrainResults(milliseconds{0}));

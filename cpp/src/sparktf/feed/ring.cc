@@ -12,14 +12,19 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <map>
 #include <mutex>
 
 namespace sparktf::feed {
 namespace {
 
 constexpr uint64_t kRingMagic = 0x53544652494e4731ull;  // "STFRING1"
-constexpr uint32_t kRingVersion = 1;
+constexpr uint32_t kRingVersion = 2;
+// Words that stand where a message's length would: wrap to offset 0, or skip
+// the (low 32 bits) bytes of padding that place the next message aligned.
 constexpr uint64_t kWrapMarker = ~uint64_t{0};
+constexpr uint64_t kPadMarker = 0xFFFFFFFF00000000ull;
+bool IsPad(uint64_t word) { return word != kWrapMarker && (word & kPadMarker) == kPadMarker; }
 using Clock = std::chrono::steady_clock;
 
 size_t Pad8(size_t n) { return (n + 7) & ~size_t{7}; }
@@ -58,7 +63,105 @@ struct Ring::Header {
 };
 
 namespace {
-size_t DataOffset() { return (sizeof(Ring::Header) + 63) & ~size_t{63}; }
+size_t PageSize() {
+  static const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  return page;
+}
+size_t RoundToPage(size_t n) { return (n + PageSize() - 1) / PageSize() * PageSize(); }
+// The data area starts on a page of its own, so that the consumer can map it
+// apart from the header (Ring::EvictHeld).
+size_t DataOffset() { return RoundToPage(sizeof(Ring::Header)); }
+
+// Locks a ring's robust mutex; a peer that died holding it left the header
+// consistent (head and tail move only after a message is complete).
+int LockHeader(Ring::Header* h);
+}  // namespace
+
+struct Ring::Reader {
+  Reader(Header* header, void* base, size_t size) : h(header), base(base), size(size) {}
+  ~Reader() {
+    // The closed owner's data pages, freed now that nothing holds them.
+    if (truncate && fd >= 0) (void)!::ftruncate(fd, static_cast<off_t>(DataOffset()));
+    if (fd >= 0) ::close(fd);
+    if (data_mapping) ::munmap(data_mapping, h->capacity);
+    if (base) ::munmap(base, size);
+  }
+  Reader(const Reader&) = delete;
+  Reader& operator=(const Reader&) = delete;
+
+  // Gives the ring space [begin, end) back; the tail moves over every released
+  // byte that follows it. With mu held.
+  void ReleaseLocked(uint64_t begin, uint64_t end) {
+    if (begin != freed) {
+      released.emplace(begin, end);
+      return;
+    }
+    freed = end;
+    for (auto it = released.begin(); it != released.end() && it->first == freed;
+         it = released.erase(it)) {
+      freed = it->second;
+    }
+    if (LockHeader(h) != 0) return;
+    h->tail = freed;
+    ::pthread_cond_broadcast(&h->not_full);
+    ::pthread_mutex_unlock(&h->mu);
+  }
+  void Release(uint64_t begin, uint64_t end) {
+    std::lock_guard<std::mutex> lock(mu);
+    ReleaseLocked(begin, end);
+  }
+  // The last owner of the message held in place from ring position `id` let go.
+  void ReleaseHeld(uint64_t id) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = held.find(id); it != held.end()) {
+      held_bytes -= it->second.end - id;
+      const uint64_t end = it->second.end;
+      held.erase(it);
+      ReleaseLocked(id, end);
+    } else if (auto ev = evicted.find(id); ev != evicted.end()) {
+      if (--ev->second->owners == 0) ::munmap(ev->second->addr, ev->second->len);
+      evicted.erase(ev);
+    }
+  }
+
+  // A data mapping that the consumer stopped reading through; the pages of the
+  // messages held in it were replaced by private copies (EvictHeld).
+  struct Retired {
+    void* addr;
+    size_t len;
+    size_t owners;  // messages held in it
+  };
+  struct Held {
+    uint64_t end;      // of its ring space
+    uint64_t at;       // ring offset of its length word
+    uint64_t len;
+  };
+
+  Header* h;
+  void* base;   // the whole segment, mapped at attach (its data area unmapped once retired)
+  size_t size;
+  int fd = -1;            // the owner's, for mapping the data area again
+  bool truncate = false;  // set by the owner when it closes
+  uint64_t read = 0;     // the next byte to read (the reading thread's)
+  void* data_mapping = nullptr;  // the data area mapped on its own after an eviction
+  std::mutex mu;         // guards what follows
+  uint64_t freed = 0;    // the tail as this side last set it
+  uint64_t held_bytes = 0;
+  uint64_t evictions = 0;
+  std::map<uint64_t, Held> held;  // held in place, by ring position
+  std::map<uint64_t, std::shared_ptr<Retired>> evicted;  // by ring position
+  std::map<uint64_t, uint64_t> released;  // begin -> end, released ahead of the tail
+};
+
+namespace {
+int LockHeader(Ring::Header* h) {
+  const int rc = ::pthread_mutex_lock(&h->mu);
+  if (rc == EOWNERDEAD) {
+    ::pthread_mutex_consistent(&h->mu);
+    return 0;
+  }
+  return rc;
+}
 
 // A producer's mappings of rings, kept between its attachments: a feeding
 // process attaches once per partition, and mapping a ring (64 MiB by default)
@@ -161,13 +264,15 @@ Ring::Ring(std::string name, void* base, size_t mapped, bool owner)
     : name_(std::move(name)), base_(base), mapped_(mapped), owner_(owner) {
   h_ = static_cast<Header*>(base_);
   data_ = static_cast<char*>(base_) + DataOffset();
+  reader_ = std::make_shared<Reader>(h_, base_, mapped_);
+  reader_->read = reader_->freed = h_->tail;
 }
 
 Result<std::unique_ptr<Ring>> Ring::Create(const std::string& name, size_t capacity) {
   if (name.size() < 2 || name[0] != '/' || name.find('/', 1) != std::string::npos) {
     return Status::InvalidArgument("ring name must look like /name, got '" + name + "'");
   }
-  capacity = Pad8(std::max<size_t>(capacity, 4096));
+  capacity = RoundToPage(std::max<size_t>(capacity, 4096));
   int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) return Status::FromErrno("create ring " + name, errno);
   const size_t size = DataOffset() + capacity;
@@ -178,10 +283,11 @@ Result<std::unique_ptr<Ring>> Ring::Create(const std::string& name, size_t capac
     return Status::FromErrno("size ring " + name, err);
   }
   void* base = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  ::close(fd);
   if (base == MAP_FAILED) {
+    const int err = errno;
+    ::close(fd);
     ::shm_unlink(name.c_str());
-    return Status::FromErrno("map ring " + name, errno);
+    return Status::FromErrno("map ring " + name, err);
   }
   std::memset(base, 0, DataOffset());
   auto* h = static_cast<Header*>(base);
@@ -203,7 +309,9 @@ Result<std::unique_ptr<Ring>> Ring::Create(const std::string& name, size_t capac
   h->capacity = capacity;
   h->consumer_pid = ::getpid();
   __atomic_store_n(&h->magic, kRingMagic, __ATOMIC_RELEASE);  // last: now valid
-  return std::unique_ptr<Ring>(new Ring(name, base, size, true));
+  std::unique_ptr<Ring> ring(new Ring(name, base, size, true));
+  ring->reader_->fd = fd;
+  return ring;
 }
 
 Result<std::unique_ptr<Ring>> Ring::Attach(const std::string& name, AttachFor use) {
@@ -225,6 +333,7 @@ Result<std::unique_ptr<Ring>> Ring::Attach(const std::string& name, AttachFor us
   }
   std::unique_ptr<Ring> ring(new Ring(name, base, size, false));
   ring->shared_mapping_ = use == AttachFor::kBulk;
+  if (ring->shared_mapping_) ring->reader_->base = nullptr;  // ProducerMappings' to unmap
   auto* h = static_cast<Header*>(base);
   if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != kRingMagic ||
       h->version != kRingVersion || h->header_size != DataOffset() ||
@@ -253,33 +362,20 @@ Result<std::unique_ptr<Ring>> Ring::Attach(const std::string& name, AttachFor us
 Ring::~Ring() {
   if (owner_) {
     CloseConsumer("the consumer closed the ring");
-    // Free the data pages now rather than when the last producer unmaps: no
+    // Free the data pages rather than when the last producer unmaps: no
     // producer touches the data of a closed ring (they check under the lock
-    // that CloseConsumer took), and the header stays.
-    const int fd = ::shm_open(name_.c_str(), O_RDWR | O_CLOEXEC, 0);
+    // that CloseConsumer took), and the header stays. Messages still held in
+    // place keep them (and the mapping) until they go: reader_ does it last.
     ::shm_unlink(name_.c_str());
-    if (fd >= 0) {
-      (void)!::ftruncate(fd, static_cast<off_t>(DataOffset()));
-      ::close(fd);
-    }
+    reader_->truncate = true;
   } else {
     Detach();
   }
-  if (shared_mapping_) {
-    ProducerMappings::Get().Release(base_);
-  } else {
-    ::munmap(base_, mapped_);
-  }
+  if (shared_mapping_) ProducerMappings::Get().Release(base_);
 }
 
 Status Ring::Lock() const {
-  int rc = ::pthread_mutex_lock(&h_->mu);
-  if (rc == EOWNERDEAD) {
-    // A peer died holding the lock; the header is consistent because head
-    // and tail only move after a message is complete.
-    ::pthread_mutex_consistent(&h_->mu);
-    return Status::OK();
-  }
+  const int rc = LockHeader(h_);
   if (rc != 0) return Status::FromErrno("lock ring " + name_, rc);
   return Status::OK();
 }
@@ -297,17 +393,28 @@ void Ring::WaitSlice(bool for_space, Clock::time_point deadline) const {
 
 size_t Ring::capacity() const { return h_->capacity; }
 
-Status Ring::Push(MessageParts message, std::chrono::milliseconds timeout) {
+Status Ring::Push(MessageParts message, std::chrono::milliseconds timeout, size_t align_at) {
   const uint64_t cap = h_->capacity;
   uint64_t len = 0;
   for (std::string_view part : message) len += part.size();
   const uint64_t need = 8 + Pad8(len);
-  if (need > cap / 2) {
+  if (need > max_message()) {
     return Status::InvalidArgument("a message of " + std::to_string(len) +
                                    " bytes does not fit ring " + name_ + " of " +
-                                   std::to_string(cap) +
-                                   " bytes (lower the batch size or enlarge the ring)");
+                                   std::to_string(cap) + " bytes (at most " +
+                                   std::to_string(max_message() - 8) +
+                                   "; lower the batch size or enlarge the ring)");
   }
+  if (align_at % 8 != 0) {
+    return Status::InvalidArgument("ring alignment offset " + std::to_string(align_at) +
+                                   " is not a multiple of 8");
+  }
+  // Padding before a message that lands at ring offset `pos` (the data area
+  // starts 64-aligned, so offsets and addresses agree modulo kPopAlign).
+  auto pad_at = [align_at](uint64_t pos) -> uint64_t {
+    const uint64_t a = (pos + 8 + align_at) % kPopAlign;
+    return a ? kPopAlign - a : 0;
+  };
   const auto deadline = Clock::now() + timeout;
   RETURN_NOT_OK(Lock());
   while (true) {
@@ -317,12 +424,21 @@ Status Ring::Push(MessageParts message, std::chrono::milliseconds timeout) {
       return Status::Aborted("ring " + name_ + ": " + reason);
     }
     const uint64_t pos = h_->head % cap;
-    const uint64_t to_end = cap - pos;
-    const uint64_t skip = to_end < need ? to_end : 0;
-    if (cap - (h_->head - h_->tail) >= need + skip) {
+    uint64_t skip = 0;
+    uint64_t pad = pad_at(pos);
+    if (cap - pos < pad + need) {
+      skip = cap - pos;
+      pad = pad_at(0);
+    }
+    if (cap - (h_->head - h_->tail) >= skip + pad + need) {
       if (skip) {
         std::memcpy(data_ + pos, &kWrapMarker, 8);
         h_->head += skip;
+      }
+      if (pad) {
+        const uint64_t word = kPadMarker | pad;
+        std::memcpy(data_ + h_->head % cap, &word, 8);
+        h_->head += pad;
       }
       const uint64_t at = h_->head % cap;
       std::memcpy(data_ + at, &len, 8);
@@ -356,45 +472,43 @@ Status Ring::Push(MessageParts message, std::chrono::milliseconds timeout) {
   }
 }
 
-Status Ring::Pop(std::string* out, std::chrono::milliseconds timeout,
-                 size_t (*aligned_at)(std::string_view message), size_t* start) {
+Status Ring::Take(std::chrono::milliseconds timeout, const char** message, uint64_t* len,
+                  uint64_t* begin, uint64_t* end) {
   const uint64_t cap = h_->capacity;
+  Reader& r = *reader_;
   const auto deadline = Clock::now() + timeout;
   RETURN_NOT_OK(Lock());
+  *begin = r.read;
   while (true) {
-    if (h_->head != h_->tail) {
-      const uint64_t at = h_->tail % cap;
-      uint64_t len;
-      std::memcpy(&len, data_ + at, 8);
-      if (len == kWrapMarker) {
-        h_->tail += cap - at;
+    if (h_->head != r.read) {
+      const uint64_t at = r.read % cap;
+      uint64_t word;
+      std::memcpy(&word, data_ + at, 8);
+      if (word == kWrapMarker) {
+        r.read += cap - at;
         continue;
       }
-      if (len > cap / 2 || at + 8 + len > cap) {
+      if (IsPad(word)) {
+        const uint64_t pad = word & ~kPadMarker;
+        if (pad < 8 || pad >= kPopAlign || pad % 8 != 0 || at + pad > cap) {
+          Unlock();
+          return Status::DataLoss("ring " + name_ + " is corrupt at byte " + std::to_string(at));
+        }
+        r.read += pad;
+        continue;
+      }
+      if (word > max_message() || at + 8 + word > cap) {
         Unlock();
         return Status::DataLoss("ring " + name_ + " is corrupt at byte " + std::to_string(at));
       }
-      // Copy without the lock: only this (single) consumer moves `tail`, and
-      // producers write only past `head`, so the message stays put; producers
-      // are not held up by the allocation and copy.
-      Unlock();
-      const char* message = data_ + at + 8;
-      if (start == nullptr) {
-        out->assign(message, len);
-      } else {
-        const size_t k = aligned_at ? aligned_at(std::string_view(message, len)) : 0;
-        out->clear();
-        out->reserve(len + kPopAlign);  // data() stays put from here on
-        const uintptr_t addr = reinterpret_cast<uintptr_t>(out->data()) + k;
-        *start = (kPopAlign - addr % kPopAlign) % kPopAlign;
-        out->assign(*start, '\0');
-        out->append(message, len);
-      }
-      RETURN_NOT_OK(Lock());
-      h_->tail += 8 + Pad8(len);
+      // The message stays put until its space is released: only this (single)
+      // consumer moves `tail`, and producers write only past `head`.
       ++h_->messages_popped;
-      ::pthread_cond_broadcast(&h_->not_full);
       Unlock();
+      *message = data_ + at + 8;
+      *len = word;
+      r.read += 8 + Pad8(word);
+      *end = r.read;
       return Status::OK();
     }
     if (h_->input_closed) {
@@ -418,6 +532,140 @@ Status Ring::Pop(std::string* out, std::chrono::milliseconds timeout,
     }
     WaitSlice(false, deadline);
   }
+}
+
+namespace {
+// Copies a message to out->data() + *start, its byte `k` at a multiple of `align`.
+void CopyAligned(const char* message, uint64_t len, size_t k, size_t align, std::string* out,
+                 size_t* start) {
+  out->clear();
+  out->reserve(len + align);  // data() stays put from here on
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(out->data()) + k;
+  *start = (align - addr % align) % align;
+  out->assign(*start, '\0');
+  out->append(message, len);
+}
+}  // namespace
+
+Status Ring::Pop(std::string* out, std::chrono::milliseconds timeout,
+                 size_t (*aligned_at)(std::string_view message), size_t* start) {
+  const char* message;
+  uint64_t len, begin, end;
+  RETURN_NOT_OK(Take(timeout, &message, &len, &begin, &end));
+  // Copied without the lock: producers are not held up by the allocation and copy.
+  if (start == nullptr) {
+    out->assign(message, len);
+  } else {
+    const size_t k = aligned_at ? aligned_at(std::string_view(message, len)) : 0;
+    CopyAligned(message, len, k, kPopAlign, out, start);
+  }
+  reader_->Release(begin, end);
+  return Status::OK();
+}
+
+Status Ring::PopHeld(HeldMessage* out, std::chrono::milliseconds timeout, BufferPool* pool,
+                     size_t (*aligned_at)(std::string_view message)) {
+  const bool can_hold = owner_ && reader_->fd >= 0;
+  if (can_hold) {
+    uint64_t span;
+    {
+      std::lock_guard<std::mutex> lock(reader_->mu);
+      span = reader_->read - reader_->freed;
+    }
+    // Held messages pin the tail: past the limit, they move out of the ring.
+    if (span > hold_limit()) RETURN_NOT_OK(EvictHeld());
+  }
+  const char* message;
+  uint64_t len, begin, end;
+  RETURN_NOT_OK(Take(timeout, &message, &len, &begin, &end));
+  const size_t k = aligned_at ? aligned_at(std::string_view(message, len)) : 0;
+  // A producer that did not say where to align it (Push's align_at) gets a copy.
+  out->in_place = can_hold && reinterpret_cast<uintptr_t>(message + k) % kPopAlign == 0;
+  if (out->in_place) {
+    {
+      std::lock_guard<std::mutex> lock(reader_->mu);
+      reader_->held.emplace(begin, Reader::Held{end, static_cast<uint64_t>(message - 8 - data_),
+                                                len});
+      reader_->held_bytes += end - begin;
+    }
+    std::shared_ptr<Reader> reader = reader_;
+    out->owner = std::shared_ptr<const void>(
+        message, [reader, begin](const void*) { reader->ReleaseHeld(begin); });
+    out->bytes = std::string_view(message, len);
+    return Status::OK();
+  }
+  std::shared_ptr<std::string> buffer = pool->Get();
+  size_t start = 0;
+  CopyAligned(message, len, k, kPopAlign, buffer.get(), &start);
+  reader_->Release(begin, end);
+  out->bytes = std::string_view(*buffer).substr(start);
+  out->owner = std::move(buffer);
+  return Status::OK();
+}
+
+Status Ring::EvictHeld() {
+  Reader& r = *reader_;
+  const size_t cap = h_->capacity;
+  std::lock_guard<std::mutex> lock(r.mu);
+  if (r.held.empty()) return Status::OK();
+  // Future messages are read through a fresh mapping of the data area.
+  void* fresh = ::mmap(nullptr, cap, PROT_READ | PROT_WRITE, MAP_SHARED, r.fd,
+                       static_cast<off_t>(DataOffset()));
+  if (fresh == MAP_FAILED) return Status::FromErrno("map ring " + name_ + " again", errno);
+  // The pages of every held message become private copies at the same
+  // addresses (mremap swaps them in at once; a reader on another thread sees
+  // the same bytes before and after).
+  std::vector<std::pair<uintptr_t, uintptr_t>> pages;
+  const uintptr_t data = reinterpret_cast<uintptr_t>(data_);
+  for (const auto& [id, m] : r.held) {
+    const uintptr_t lo = data + m.at;
+    const uintptr_t hi = lo + 8 + m.len;
+    pages.emplace_back(lo / PageSize() * PageSize(), RoundToPage(hi));
+  }
+  std::sort(pages.begin(), pages.end());
+  std::vector<std::pair<uintptr_t, uintptr_t>> merged;
+  for (const auto& p : pages) {
+    if (!merged.empty() && p.first <= merged.back().second) {
+      merged.back().second = std::max(merged.back().second, p.second);
+    } else {
+      merged.push_back(p);
+    }
+  }
+  Status st = Lock();  // no Push through this object writes into data_ meanwhile
+  if (!st.ok()) {
+    ::munmap(fresh, cap);
+    return st;
+  }
+  for (const auto& [lo, hi] : merged) {
+    const size_t n = hi - lo;
+    void* copy = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (copy == MAP_FAILED) {
+      st = Status::FromErrno("copy held messages of ring " + name_, errno);
+      break;
+    }
+    std::memcpy(copy, reinterpret_cast<void*>(lo), n);
+    if (::mremap(copy, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, reinterpret_cast<void*>(lo)) ==
+        MAP_FAILED) {
+      st = Status::FromErrno("move held messages of ring " + name_, errno);
+      ::munmap(copy, n);
+      break;
+    }
+  }
+  // From here the old data mapping is retired, whatever happened: some of its
+  // pages may be private now, so it no longer shows what producers write.
+  auto retired = std::make_shared<Reader::Retired>(Reader::Retired{data_, cap, r.held.size()});
+  for (const auto& held : r.held) r.evicted.emplace(held.first, retired);
+  r.held.clear();
+  r.held_bytes = 0;
+  r.released.clear();
+  r.freed = r.read;  // every byte before `read` is now released or copied out
+  h_->tail = r.freed;
+  ::pthread_cond_broadcast(&h_->not_full);
+  data_ = static_cast<char*>(fresh);
+  r.data_mapping = fresh;
+  ++r.evictions;
+  Unlock();
+  return st;
 }
 
 void Ring::CloseInput() {
@@ -472,6 +720,9 @@ RingStats Ring::stats() const {
   s.bytes_pushed = h_->bytes_pushed;
   s.bytes_used = h_->head - h_->tail;
   Unlock();
+  std::lock_guard<std::mutex> lock(reader_->mu);
+  s.bytes_held = reader_->held_bytes;
+  s.evictions = reader_->evictions;
   return s;
 }
 

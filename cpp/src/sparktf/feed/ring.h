@@ -8,7 +8,8 @@
 // consumer's death (Aborted, and it unlinks the orphaned segment), a consumer
 // sees a producer that died while attached (Aborted: its data is incomplete).
 // A process-shared robust mutex guards the header, so a peer dying while
-// holding it does not wedge the ring. Messages are copied in and out whole.
+// holding it does not wedge the ring. Messages are copied in whole; the
+// consumer takes them out as copies (Pop) or in place (PopHeld).
 #pragma once
 
 #include <chrono>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "sparktf/common/result.h"
+#include "sparktf/feed/buffer_pool.h"
 
 namespace sparktf::feed {
 
@@ -32,18 +34,29 @@ constexpr std::string_view kProducerDied = "died while feeding";
 // payloads, say), so that the producer need not assemble it first.
 using MessageParts = std::span<const std::string_view>;
 
+// A message the consumer took out (Ring::PopHeld): `bytes` stays valid while `owner` or
+// a copy of it lives, on any thread, after the Ring is gone too. In place, its ring space
+// stays in use as long.
+struct HeldMessage {
+  std::shared_ptr<const void> owner;
+  std::string_view bytes;
+  bool in_place = false;
+};
+
 struct RingStats {
   uint64_t messages_pushed = 0;
   uint64_t messages_popped = 0;
   uint64_t bytes_pushed = 0;
   uint64_t bytes_used = 0;  // in the ring now, of capacity()
+  uint64_t bytes_held = 0;  // of bytes_used: messages the consumer holds in place
+  uint64_t evictions = 0;   // times held messages were moved out (Ring::PopHeld)
 };
 
 class Ring {
  public:
   // Creates the segment `name` ("/sparktf-..."), failing if it exists.
-  // capacity: data bytes, rounded up to a multiple of 8; a message may use at
-  // most half of it.
+  // capacity: data bytes, rounded up to a multiple of the page size; a
+  // message may use at most max_message() of it.
   static Result<std::unique_ptr<Ring>> Create(const std::string& name,
                                               size_t capacity = kDefaultRingCapacity);
   // kBulk: for a producer that pushes much data (a feeding task): every page
@@ -57,12 +70,14 @@ class Ring {
   Ring(const Ring&) = delete;
   Ring& operator=(const Ring&) = delete;
 
-  // Producer: appends one message, waiting while the ring is full.
-  // Aborted if the consumer closed or died; DeadlineExceeded after timeout;
-  // InvalidArgument if the message can never fit.
-  Status Push(MessageParts message, std::chrono::milliseconds timeout);
-  Status Push(std::string_view message, std::chrono::milliseconds timeout) {
-    return Push(MessageParts(&message, 1), timeout);
+  // Producer: appends one message, waiting while the ring is full, placed so
+  // that its byte `align_at` (a multiple of 8) lies at a multiple of kPopAlign
+  // in memory. Aborted if the consumer closed or died; DeadlineExceeded after
+  // timeout; InvalidArgument if the message can never fit.
+  Status Push(MessageParts message, std::chrono::milliseconds timeout, size_t align_at = 0);
+  Status Push(std::string_view message, std::chrono::milliseconds timeout,
+              size_t align_at = 0) {
+    return Push(MessageParts(&message, 1), timeout, align_at);
   }
   // Consumer: takes the next message into *out, waiting while empty. One
   // thread at a time (the copy runs outside the lock).
@@ -77,6 +92,23 @@ class Ring {
   static constexpr size_t kPopAlign = 64;
   Status Pop(std::string* out, std::chrono::milliseconds timeout,
              size_t (*aligned_at)(std::string_view message), size_t* start);
+  // Consumer: the next message in place (no copy), on a ring this object
+  // created (otherwise, or when the producer did not align it, copied into a
+  // buffer of `pool`, its byte aligned_at(message) at a multiple of kPopAlign).
+  // Held space returns to producers as owners go, in any order. Held messages
+  // pin the tail, so once they span more than hold_limit() bytes, PopHeld first
+  // moves them out of the ring: their pages become private copies at the same
+  // addresses, and the ring is read through a new mapping from then on. So a
+  // held message never stops a producer for long: with at most a quarter held
+  // and the rest read, 3/4 of the ring is one free arc, and any message of up
+  // to max_message() fits in it, across the wrap or not. Errors as Pop's.
+  Status PopHeld(HeldMessage* out, std::chrono::milliseconds timeout, BufferPool* pool,
+                 size_t (*aligned_at)(std::string_view message));
+
+  // The largest message (in bytes, with its 8-byte length) and the span of
+  // held messages past which PopHeld moves them out.
+  size_t max_message() const { return capacity() * 3 / 8 - 2 * kPopAlign; }
+  size_t hold_limit() const { return capacity() / 4; }
 
   // No more messages will come (any side may say so); Pop drains then ends.
   void CloseInput();
@@ -91,8 +123,10 @@ class Ring {
   size_t capacity() const;
   RingStats stats() const;
 
-  // The shared-memory layout (defined in ring.cc; docs/formats/ring.md).
+  // The shared-memory layout (defined in ring.cc; docs/formats/feed.md).
   struct Header;
+  // The consumer's read position and held space, shared with held messages.
+  struct Reader;
 
  private:
   friend struct RingTestPeer;  // ring_test.cc: holds the lock in a process it then kills
@@ -101,6 +135,12 @@ class Ring {
   void Unlock() const;
   // Waits on a condition for at most min(deadline, kLivenessInterval).
   void WaitSlice(bool for_space, std::chrono::steady_clock::time_point deadline) const;
+  // Moves the held messages out of the ring (PopHeld).
+  Status EvictHeld();
+  // Waits for the next message and returns where it lies: [*begin, *end) is the
+  // ring space to release for it (with any wrap or padding before it).
+  Status Take(std::chrono::milliseconds timeout, const char** message, uint64_t* len,
+              uint64_t* begin, uint64_t* end);
 
   std::string name_;
   void* base_;
@@ -110,6 +150,7 @@ class Ring {
   bool detached_ = false;
   Header* h_;
   char* data_;
+  std::shared_ptr<Reader> reader_;
 };
 
 // Removes segments under /dev/shm whose names start with `prefix` and whose

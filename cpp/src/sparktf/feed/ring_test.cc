@@ -5,11 +5,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <random>
 #include <thread>
 
 #include "sparktf/feed/batch.h"
+#include "sparktf/feed/buffer_pool.h"
 
 namespace sparktf::feed {
 namespace {
@@ -33,7 +35,7 @@ TEST(RingTest, PushPopInOrderAcrossWraparound) {
   std::mt19937 rng(1);
   std::string got;
   for (int i = 0; i < 2000; ++i) {
-    std::string msg(rng() % 1500, static_cast<char>('a' + i % 26));
+    std::string msg(rng() % 1350, static_cast<char>('a' + i % 26));
     msg += std::to_string(i);
     ASSERT_TRUE((*producer)->Push(msg, 1s).ok());
     ASSERT_TRUE((*ring)->Pop(&got, 1s).ok());
@@ -357,6 +359,101 @@ TEST(BatchTest, PartsPushedIntoARingPopAsTheEncodedBatch) {
   }
   const std::vector<std::string_view> too_big(3, std::string_view(whole.data(), 1000));
   EXPECT_EQ(producer->Push(too_big, 1s).code(), StatusCode::kInvalidArgument);
+}
+
+bool Aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % Ring::kPopAlign == 0; }
+
+size_t AfterTag(std::string_view m) { return m.size() >= 32 && m[0] == 'T' ? 32 : 0; }
+
+TEST(RingTest, HeldMessagesLieAlignedInTheRingItself) {
+  const std::string name = UniqueName("held");
+  auto ring = std::move(Ring::Create(name, 1 << 16)).ValueOrDie();
+  auto producer = std::move(Ring::Attach(name)).ValueOrDie();
+  BufferPool pool;
+  std::mt19937 rng(2);
+  for (int i = 0; i < 500; ++i) {  // many times across the wraparound
+    const bool tagged = i % 2 == 1;
+    std::string msg(8 * (rng() % 300), static_cast<char>('a' + i % 26));
+    msg += std::to_string(i);
+    if (tagged) msg = std::string(32, 'T') + msg;
+    ASSERT_TRUE(producer->Push(msg, 1s, tagged ? 32 : 0).ok()) << i;
+    HeldMessage held;
+    ASSERT_TRUE(ring->PopHeld(&held, 1s, &pool, &AfterTag).ok()) << i;
+    ASSERT_TRUE(held.in_place);
+    ASSERT_EQ(held.bytes, msg);
+    // In the ring's own mapping, its byte align_at at a 64-byte boundary.
+    EXPECT_TRUE(Aligned(held.bytes.data() + (tagged ? 32 : 0))) << i;
+    EXPECT_GT(ring->stats().bytes_held, msg.size());
+  }
+  EXPECT_EQ(ring->stats().bytes_held, 0u);
+  EXPECT_EQ(ring->stats().bytes_used, 0u);  // every held message gave its space back
+  EXPECT_EQ(pool.stats().allocated, 0u);    // nothing was copied
+  EXPECT_EQ(producer->Push("x", 1s, 4).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(RingTest, HeldSpaceReturnsInAnyOrderAndOutlivesTheRing) {
+  const std::string name = UniqueName("order");
+  auto ring = std::move(Ring::Create(name, 1 << 16)).ValueOrDie();
+  auto producer = std::move(Ring::Attach(name)).ValueOrDie();
+  BufferPool pool;
+  std::vector<HeldMessage> held(3);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(producer->Push(std::string(1000, static_cast<char>('a' + i)), 1s).ok());
+    ASSERT_TRUE(ring->PopHeld(&held[i], 1s, &pool, nullptr).ok());
+    ASSERT_TRUE(held[i].in_place);
+  }
+  const uint64_t all = ring->stats().bytes_used;
+  EXPECT_EQ(ring->stats().bytes_held, all);
+  held[1].owner.reset();  // not the oldest: the tail stays, the space is not free yet
+  EXPECT_EQ(ring->stats().bytes_used, all);
+  EXPECT_LT(ring->stats().bytes_held, all);
+  held[0].owner.reset();  // the tail moves over the first two
+  const uint64_t left = ring->stats().bytes_used;
+  EXPECT_LT(left, all / 2);
+  EXPECT_EQ(ring->stats().bytes_held, left);
+  producer.reset();
+  ring.reset();  // the consumer closes while the third is held
+  EXPECT_FALSE(SegmentExists(name));
+  EXPECT_EQ(held[2].bytes, std::string(1000, 'c'));  // still mapped (ASan would see it)
+  held[2].owner.reset();
+}
+
+TEST(RingTest, HeldMessagesThatNeverGoMoveOutAndProducersKeepGoing) {
+  // The consumer keeps every message in place and never lets go; producers of
+  // messages up to the largest keep going, across the wraparound, and every
+  // kept message still reads back as it was pushed.
+  const std::string name = UniqueName("evict");
+  auto ring = std::move(Ring::Create(name, 1 << 16)).ValueOrDie();
+  auto producer = std::move(Ring::Attach(name)).ValueOrDie();
+  const size_t largest = ring->max_message() - 16;  // with its suffix, the largest allowed
+  EXPECT_EQ(producer->Push(std::string(ring->max_message(), 'x'), 1s).code(),
+            StatusCode::kInvalidArgument);
+  BufferPool pool;
+  std::vector<HeldMessage> kept;
+  std::vector<std::string> pushed;
+  std::mt19937 rng(3);
+  for (int i = 0; i < 300; ++i) {
+    const size_t size = i % 5 == 0 ? largest : 8 * (rng() % 600);
+    pushed.push_back(std::string(size, static_cast<char>('a' + i % 26)) + std::to_string(i));
+    ASSERT_TRUE(producer->Push(pushed.back(), 100ms).ok()) << i;
+    HeldMessage held;
+    ASSERT_TRUE(ring->PopHeld(&held, 1s, &pool, nullptr).ok()) << i;
+    ASSERT_TRUE(held.in_place) << i;
+    ASSERT_EQ(held.bytes, pushed.back());
+    ASSERT_TRUE(Aligned(held.bytes.data()));
+    kept.push_back(std::move(held));
+  }
+  const RingStats stats = ring->stats();
+  EXPECT_GT(stats.evictions, 10u);
+  EXPECT_LE(stats.bytes_held, ring->hold_limit() + ring->max_message());
+  EXPECT_EQ(pool.stats().allocated, 0u);
+  for (size_t i = 0; i < kept.size(); ++i) ASSERT_EQ(kept[i].bytes, pushed[i]) << i;
+  // Released in any order, after the ring is gone: each mapping goes with its last message.
+  producer.reset();
+  ring.reset();
+  std::shuffle(kept.begin(), kept.end(), rng);
+  while (!kept.empty()) kept.pop_back();
+  EXPECT_EQ(Mappings(name).first, 0);
 }
 
 }  // namespace

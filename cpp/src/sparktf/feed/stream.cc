@@ -112,6 +112,8 @@ Status ClassifyConsumerStop(Status st) {
   return st;
 }
 
+size_t BatchStart(std::string_view message) { return IsTagged(message) ? kTagSize : 0; }
+
 Result<uint64_t> BatchRows(std::string_view message) {
   uint32_t magic = 0;
   uint64_t rows = 0;
@@ -124,10 +126,16 @@ Result<uint64_t> BatchRows(std::string_view message) {
 
 Status BatchAssembler::Add(std::shared_ptr<const std::string> message, size_t skip_bytes,
                            uint64_t skip_rows) {
+  if (skip_bytes > message->size()) return Status::InvalidArgument("feed batch shorter than its tag");
+  const std::string_view batch = std::string_view(*message).substr(skip_bytes);
+  return Add(std::shared_ptr<const void>(std::move(message)), batch, skip_rows);
+}
+
+Status BatchAssembler::Add(std::shared_ptr<const void> owner, std::string_view message,
+                           uint64_t skip_rows) {
   Chunk c;
-  c.data = std::move(message);
-  if (skip_bytes > c.data->size()) return Status::InvalidArgument("feed batch shorter than its tag");
-  RETURN_NOT_OK(DecodeBatch(std::string_view(*c.data).substr(skip_bytes), &c.rows, &c.columns));
+  c.data = std::move(owner);
+  RETURN_NOT_OK(DecodeBatch(message, &c.rows, &c.columns));
   if (skip_rows > c.rows) {
     return Status::InvalidArgument("cannot skip " + std::to_string(skip_rows) +
                                    " rows of a feed batch of " + std::to_string(c.rows));

@@ -62,10 +62,11 @@ constexpr std::string_view kConsumerDoneReason = "the consumer stopped reading t
 Status ClassifyConsumerStop(Status st);
 
 // Rows [first_row, first_row + rows) of one decoded batch that `owner` keeps
-// alive: what the consumer hands out without copying rows. The columns are
-// those of the whole batch (dims[0] its row count, data views into *owner).
+// alive (a buffer, or a message held in its ring): what the consumer hands out
+// without copying rows. The columns are those of the whole batch (dims[0] its
+// row count, data views into what owner keeps).
 struct BatchSlice {
-  std::shared_ptr<const std::string> owner;
+  std::shared_ptr<const void> owner;
   std::vector<ColumnView> columns;
   uint64_t first_row = 0;
   uint64_t rows = 0;
@@ -88,6 +89,8 @@ class BatchAssembler {
   Status Add(std::string message, size_t skip_bytes = 0, uint64_t skip_rows = 0) {
     return Add(std::make_shared<const std::string>(std::move(message)), skip_bytes, skip_rows);
   }
+  // The same for a batch `message` that `owner` keeps valid.
+  Status Add(std::shared_ptr<const void> owner, std::string_view message, uint64_t skip_rows);
   uint64_t rows() const { return rows_; }
   // Takes min(n, rows()) rows (n > 0): a view of the oldest batch when they
   // all lie in it; otherwise copied once, into a buffer of `pool` (if given).
@@ -101,7 +104,7 @@ class BatchAssembler {
 
  private:
   struct Chunk {
-    std::shared_ptr<const std::string> data;
+    std::shared_ptr<const void> data;
     uint64_t rows = 0;
     uint64_t offset = 0;  // rows already taken
     std::vector<ColumnView> columns;
@@ -112,6 +115,10 @@ class BatchAssembler {
   uint64_t rows_ = 0;
   std::vector<ColumnView> schema_;
 };
+
+// Where a feed message's batch starts (after the tag of a tagged batch): the
+// byte that rings place at a 64-byte aligned address.
+size_t BatchStart(std::string_view message);
 
 // Rows in an encoded batch (its header only; InvalidArgument if too short).
 Result<uint64_t> BatchRows(std::string_view message);

@@ -536,6 +536,10 @@ TEST(FeedReaderTest, HandsOutPayloadsAt64ByteAlignedAddresses) {
     EXPECT_EQ((*got)->first_row, 0u);
     row += rows;
   }
+  // Tagged messages pushed without their alignment offset (Ring::Push's align_at) are
+  // copied to an aligned buffer; the others are handed out in the ring itself.
+  EXPECT_EQ(reader.progress().in_place, 6u);
+  EXPECT_EQ(reader.progress().copied, 6u);
   ASSERT_TRUE(ring->Push(MakeBatch(row, 5), 1s).ok());
   ASSERT_TRUE(ring->Push(MakeBatch(row + 5, 5), 1s).ok());
   auto across = reader.NextSlice(8, true, 1s);  // spans both: copied into a pooled buffer
@@ -556,6 +560,36 @@ TEST(FeedReaderTest, TerminateMakesProducersSkip) {
   EXPECT_EQ(feed->Push(MakeBatch(10, 10), 5s).code(), StatusCode::kCancelled);
   reader.Fail("boom");  // a later failure does not change the first reason
   EXPECT_EQ(feed->Push(MakeBatch(10, 10), 5s).code(), StatusCode::kCancelled);
+}
+
+TEST(FeedReaderTest, TaggedBatchesAreHandedOutInTheRingAndSurviveBeingKept) {
+  // A training feed's batches are tagged; the producer aligns them, so they are
+  // read in place. The test keeps every slice far past the ring's size: the
+  // held messages move out of the ring, and every kept slice keeps its rows.
+  const std::string name = UniqueName("kept");
+  FeedReader reader(std::move(Ring::Create(name, 1 << 16)).ValueOrDie(), nullptr);
+  std::vector<BatchSlice> kept;
+  std::thread producer([&] {
+    auto feed = std::move(PartitionFeed::Open(name, 7, 3, "", 5s)).ValueOrDie();
+    for (int b = 0; b < 200; ++b) ASSERT_TRUE(feed->Push(MakeBatch(b * 50, 50), 5s).ok());
+    ASSERT_TRUE(feed->Finish(5s).ok());
+  });
+  for (int b = 0; b < 200; ++b) {
+    auto got = reader.NextSlice(50, true, 5s);
+    ASSERT_TRUE(got.ok() && *got) << got.status().ToString();
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(SliceValues(**got, 0).data()) % 64, 0u);
+    kept.push_back(std::move(**got));
+  }
+  producer.join();
+  const FeedProgress p = reader.progress();
+  EXPECT_EQ(p.in_place, 200u);
+  EXPECT_EQ(p.copied, 0u);
+  EXPECT_GT(p.evictions, 5u);  // 200 batches of ~1.6 KB in a 64 KiB ring, none let go
+  for (int b = 0; b < 200; ++b) {
+    std::string encoded;
+    ASSERT_TRUE(EncodeSlice(kept[b], &encoded).ok());
+    ASSERT_EQ(RowIds(encoded), Range(b * 50, 50)) << b;
+  }
 }
 
 }  // namespace
