@@ -17,9 +17,13 @@ from sparktf import _native, node
 pytestmark = pytest.mark.tensorflow
 
 
-def make_feed(tag, batches, rows=1000, with_bytes=False, close=True):
-    name = f"/sparktf-pytest-ds-{tag}-{os.getpid()}"
-    reader = _native.FeedReader(name, 64 << 20)
+def ring_name(tag):
+    return f"/sparktf-pytest-ds-{tag}-{os.getpid()}"
+
+
+def make_feed(tag, batches, rows=1000, with_bytes=False, close=True, capacity=64 << 20):
+    name = ring_name(tag)
+    reader = _native.FeedReader(name, capacity)
     ring = _native.Ring.attach(name)
     for b in range(batches):
         ids = np.arange(b * rows, (b + 1) * rows, dtype=np.int64)
@@ -93,6 +97,33 @@ def test_batches_of_one_message_are_tensors_over_its_buffer_that_keep_it_alive()
     for i, batch in enumerate(first):
         check_values(batch, i * 256)
     reader.close()
+
+
+def mappings_of(name):
+    """[(start, end)] of this process's mappings of shared-memory segment `name`."""
+    with open("/proc/self/maps") as f:
+        return [tuple(int(a, 16) for a in line.split()[0].split("-"))
+                for line in f if f"/dev/shm{name}" in line]
+
+
+def test_tensors_lie_in_the_ring_itself_and_kept_ones_outlive_it():
+    # A 1 MiB ring: past a quarter of it held, the reader moves what is kept out of the ring.
+    reader, ctx, producer = make_feed("inplace", 12, capacity=1 << 20)
+    del producer
+    ring = mappings_of(ring_name("inplace"))
+    assert len(ring) == 1
+    got = list(node.NodeContext.dataset(ctx, 256, input_mapping=MAPPING))  # keeps them all
+    lo, hi = ring[0]
+    assert lo <= tensor_address(got[0]["features"]) < hi  # read where the producer wrote it
+    p = reader.progress()
+    assert (p["in_place"], p["copied"]) == (12, 0), p
+    assert p["evictions"] > 0, p
+    reader.close()
+    for i, batch in enumerate(got):  # after the reader closed, the rows are all still there
+        check_values(batch, i * 256)
+    assert mappings_of(ring_name("inplace"))  # held by the tensors
+    del batch, got
+    assert mappings_of(ring_name("inplace")) == []  # gone with the last of them
 
 
 def test_a_bytes_column_goes_through_a_python_generator_with_the_same_values():

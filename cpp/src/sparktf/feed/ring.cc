@@ -364,10 +364,14 @@ Ring::~Ring() {
     CloseConsumer("the consumer closed the ring");
     // Free the data pages rather than when the last producer unmaps: no
     // producer touches the data of a closed ring (they check under the lock
-    // that CloseConsumer took), and the header stays. Messages still held in
-    // place keep them (and the mapping) until they go: reader_ does it last.
+    // that CloseConsumer took), and the header stays. Messages still held
+    // move out first; if they cannot, they keep the pages until they go.
     ::shm_unlink(name_.c_str());
-    reader_->truncate = true;
+    if (reader_->fd >= 0 && EvictHeld().ok()) {
+      (void)!::ftruncate(reader_->fd, static_cast<off_t>(DataOffset()));
+    } else {
+      reader_->truncate = true;
+    }
   } else {
     Detach();
   }
