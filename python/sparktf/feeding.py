@@ -24,7 +24,7 @@ from sparktf import errors
 
 TARGET_BATCH_BYTES = 1 << 20  # batches of about 1 MiB
 # Pickled row batches larger than this are unpickled and cut in Python, so
-# that no pushed batch comes near a ring's message limit (half its 64 MiB).
+# that no pushed batch comes near a ring's message limit (3/8 of its 64 MiB).
 MAX_PICKLED_BYTES = 8 << 20
 
 
