@@ -114,7 +114,6 @@ struct Ring::Reader {
   void ReleaseHeld(uint64_t id) {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = held.find(id); it != held.end()) {
-      held_bytes -= it->second.end - id;
       const uint64_t end = it->second.end;
       held.erase(it);
       ReleaseLocked(id, end);
@@ -146,7 +145,6 @@ struct Ring::Reader {
   void* data_mapping = nullptr;  // the data area mapped on its own after an eviction
   std::mutex mu;         // guards what follows
   uint64_t freed = 0;    // the tail as this side last set it
-  uint64_t held_bytes = 0;
   uint64_t evictions = 0;
   std::map<uint64_t, Held> held;  // held in place, by ring position
   std::map<uint64_t, std::shared_ptr<Retired>> evicted;  // by ring position
@@ -551,18 +549,12 @@ void CopyAligned(const char* message, uint64_t len, size_t k, size_t align, std:
 }
 }  // namespace
 
-Status Ring::Pop(std::string* out, std::chrono::milliseconds timeout,
-                 size_t (*aligned_at)(std::string_view message), size_t* start) {
+Status Ring::Pop(std::string* out, std::chrono::milliseconds timeout) {
   const char* message;
   uint64_t len, begin, end;
   RETURN_NOT_OK(Take(timeout, &message, &len, &begin, &end));
   // Copied without the lock: producers are not held up by the allocation and copy.
-  if (start == nullptr) {
-    out->assign(message, len);
-  } else {
-    const size_t k = aligned_at ? aligned_at(std::string_view(message, len)) : 0;
-    CopyAligned(message, len, k, kPopAlign, out, start);
-  }
+  out->assign(message, len);
   reader_->Release(begin, end);
   return Status::OK();
 }
@@ -590,7 +582,6 @@ Status Ring::PopHeld(HeldMessage* out, std::chrono::milliseconds timeout, Buffer
       std::lock_guard<std::mutex> lock(reader_->mu);
       reader_->held.emplace(begin, Reader::Held{end, static_cast<uint64_t>(message - 8 - data_),
                                                 len});
-      reader_->held_bytes += end - begin;
     }
     std::shared_ptr<Reader> reader = reader_;
     out->owner = std::shared_ptr<const void>(
@@ -660,7 +651,6 @@ Status Ring::EvictHeld() {
   auto retired = std::make_shared<Reader::Retired>(Reader::Retired{data_, cap, r.held.size()});
   for (const auto& held : r.held) r.evicted.emplace(held.first, retired);
   r.held.clear();
-  r.held_bytes = 0;
   r.released.clear();
   r.freed = r.read;  // every byte before `read` is now released or copied out
   h_->tail = r.freed;
@@ -725,7 +715,7 @@ RingStats Ring::stats() const {
   s.bytes_used = h_->head - h_->tail;
   Unlock();
   std::lock_guard<std::mutex> lock(reader_->mu);
-  s.bytes_held = reader_->held_bytes;
+  for (const auto& [begin, m] : reader_->held) s.bytes_held += m.end - begin;
   s.evictions = reader_->evictions;
   return s;
 }

@@ -83,15 +83,9 @@ class Ring {
   // thread at a time (the copy runs outside the lock).
   // OutOfRange once input is closed and the ring is drained; Aborted if a
   // producer died while attached; DeadlineExceeded after timeout.
-  Status Pop(std::string* out, std::chrono::milliseconds timeout) {
-    return Pop(out, timeout, nullptr, nullptr);
-  }
-  // The same, placing the message at out->data() + *start so that its byte
-  // `aligned_at(message)` lies at a multiple of `kPopAlign` in memory (the
-  // message's own first byte when aligned_at is null); *start < kPopAlign.
+  Status Pop(std::string* out, std::chrono::milliseconds timeout);
+  // The alignment of messages that producers place (Push) and PopHeld copies.
   static constexpr size_t kPopAlign = 64;
-  Status Pop(std::string* out, std::chrono::milliseconds timeout,
-             size_t (*aligned_at)(std::string_view message), size_t* start);
   // Consumer: the next message in place (no copy), on a ring this object
   // created (otherwise, or when the producer did not align it, copied into a
   // buffer of `pool`, its byte aligned_at(message) at a multiple of kPopAlign).
