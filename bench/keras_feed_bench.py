@@ -183,6 +183,8 @@ def node_fun(args, ctx):
     with open(os.path.join(args["out"], "result.json"), "w") as f:
         json.dump({"steps_per_s": timer.rate(), "steps": timer.steps,
                    "stall": (after.get("wait_us", 0) - before.get("wait_us", 0)) / 1e6 / span,
+                   "reads": {k: after.get(k, 0) - before.get(k, 0)
+                             for k in ("in_place", "copied", "evictions")},
                    "span": [timer.wall_warm, timer.wall_end], "trainer_pid": os.getpid(),
                    "trainer_nice": os.getpriority(os.PRIO_PROCESS, 0)}, f)
 
@@ -206,7 +208,7 @@ def cached_df(rows: int):
     return spark, df
 
 
-def run_cache_read(rows: int, pin: bool, tf_threads: int) -> dict:
+def run_cache_read(rows: int, pin: bool, tf_threads: int, epochs: int) -> dict:
     """Rows/s of Spark alone reading the cached DataFrame's rows in its executors
     (queryExecution().toRdd().count(): no feed, no Python worker), the median of 3 reads
     after an untimed one: the part of the feed's cost that comes from Spark's cache."""
@@ -224,7 +226,7 @@ def run_cache_read(rows: int, pin: bool, tf_threads: int) -> dict:
     return {"rows_per_s": statistics.median(rates)}
 
 
-def run_sparktf(rows: int, pin: bool, tf_threads: int) -> dict:
+def run_sparktf(rows: int, pin: bool, tf_threads: int, epochs: int) -> dict:
     if pin:  # inherited by the JVMs, the Python workers and the node's agent
         pin_process(1)
     from sparktf import TFCluster
@@ -235,18 +237,18 @@ def run_sparktf(rows: int, pin: bool, tf_threads: int) -> dict:
     cluster = TFCluster.run(spark.sparkContext, node_fun,
                             {"out": out, "pin": pin, "tf_threads": tf_threads}, 1,
                             input_mode=TFCluster.InputMode.SPARK)
-    stats = cluster.train(df, num_epochs=1)
+    stats = cluster.train(df, num_epochs=epochs)
     cluster.shutdown(timeout=300)
     spark.stop()
     # the JVM feeder, reading the cached DataFrame from Spark's column buffers
-    assert stats["feeder"] == "jvm" and stats["cache_partitions"] == PARTITIONS, stats
+    assert stats["feeder"] == "jvm" and stats["cache_partitions"] == PARTITIONS * epochs, stats
     sampler.stop()
     result = json.load(open(os.path.join(out, "result.json")))
     result["cpu"] = sampler.cores(*result["span"], process_kind(result["trainer_pid"]))
     return result
 
 
-def run_memory(rows: int, pin: bool, tf_threads: int) -> dict:
+def run_memory(rows: int, pin: bool, tf_threads: int, epochs: int) -> dict:
     if pin:
         pin_process(0)
     import numpy as np
@@ -257,7 +259,8 @@ def run_memory(rows: int, pin: bool, tf_threads: int) -> dict:
     g = np.random.default_rng(0)
     x = g.random((rows, WIDTH), dtype=np.float32)
     y = (np.arange(rows) % 10).astype(np.int32)
-    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(BATCH, drop_remainder=True)
+    ds = tf.data.Dataset.from_tensor_slices((x, y)).repeat(epochs).batch(BATCH,
+                                                                        drop_remainder=True)
     timer = StepTimer()
     model().fit(ds, epochs=1, verbose=0, callbacks=[timer])
     sampler.stop()
@@ -266,10 +269,10 @@ def run_memory(rows: int, pin: bool, tf_threads: int) -> dict:
             "cpu": sampler.cores(timer.wall_warm, timer.wall_end, process_kind(os.getpid()))}
 
 
-def run(side: str, rows: int, pin: bool, tf_threads: int) -> dict:
+def run(side: str, rows: int, pin: bool, tf_threads: int, epochs: int) -> dict:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     cmd = [sys.executable, os.path.abspath(__file__), "--side", side, "--rows", str(rows),
-           "--tf-threads", str(tf_threads)]
+           "--tf-threads", str(tf_threads), "--epochs", str(epochs)]
     p = subprocess.run(cmd + (["--pin"] if pin else []), capture_output=True, text=True, env=env,
                        cwd=tempfile.gettempdir(), timeout=1800)
     for line in p.stdout.splitlines():
@@ -286,30 +289,36 @@ def main():
                     help="training on CPU 0 alone, the feed on CPU 1 (both sides)")
     ap.add_argument("--tf-threads", type=int, default=0,
                     help="TensorFlow's intra-op threads on both sides (0: its default)")
+    ap.add_argument("--epochs", type=int, default=1,
+                    help="epochs of the rows, on both sides, in one fit (a longer timed span)")
     ap.add_argument("--side", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.side:
         run_side = {"sparktf": run_sparktf, "memory": run_memory,
                     "cache-read": run_cache_read}[args.side]
-        result = run_side(args.rows, args.pin, args.tf_threads)
+        result = run_side(args.rows, args.pin, args.tf_threads, args.epochs)
         print("RESULT " + json.dumps(result), flush=True)
         return
     got = {"sparktf": [], "memory": []}
     for r in range(args.rounds):
         for side in got:
-            got[side].append(run(side, args.rows, args.pin, args.tf_threads))
+            got[side].append(run(side, args.rows, args.pin, args.tf_threads, args.epochs))
         print(f"round {r + 1}: " + ", ".join(f"{k} {v[-1]['steps_per_s']:.1f} steps/s"
                                              for k, v in got.items()), flush=True)
         for k, v in got.items():
             print(f"  {k} CPU (cores): {v[-1]['cpu']}", flush=True)
+        print(f"  sparktf's feed messages: {got['sparktf'][-1]['reads']}", flush=True)
     rate = {k: statistics.median(x["steps_per_s"] for x in v) for k, v in got.items()}
     stall = statistics.median(x["stall"] for x in got["sparktf"])
     ratios = [a["steps_per_s"] / b["steps_per_s"] for a, b in zip(got["sparktf"], got["memory"])]
-    reads = [run("cache-read", args.rows, args.pin, 0)["rows_per_s"] for _ in range(args.rounds)]
+    reads = [run("cache-read", args.rows, args.pin, 0, 1)["rows_per_s"]
+             for _ in range(args.rounds)]
     read = statistics.median(reads)
     # the cores Spark spends reading its cache at sparktf's rate (2 executors of 1 core)
     read_cores = (1 if args.pin else 2) * rate["sparktf"] * BATCH / read
-    print(f"\n{args.rows:,} rows of 784 float32 + label, batches of {BATCH}, medians of "
+    print(f"\n{args.rows:,} rows of 784 float32 + label"
+          + (f", {args.epochs} epochs in one fit" if args.epochs > 1 else "")
+          + f", batches of {BATCH}, medians of "
           f"{args.rounds} runs" + (", training on a core of its own (--pin)" if args.pin else
                                    ", all on the same 2 cores") +
           (f", TensorFlow with {args.tf_threads} intra-op thread(s)" if args.tf_threads else "") +

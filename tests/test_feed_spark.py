@@ -202,7 +202,9 @@ def test_dataframe_of_numbers_arrives_value_for_value(spark, tmp_path, feeder, s
     from the ids; a null scalar, array or array element fails the feed naming its column.
     cached: the JVM feeder reads the DataFrame's cache (several cached batches per
     partition, a column the feed does not read, its scalars compressed) from Spark's
-    column buffers."""
+    column buffers, each partition from its stored block by the block's id, but one that
+    was never stored (a job over the other partitions filled the cache), which goes
+    through the cache's lineage."""
     from pyspark.sql import functions as F
 
     sc = spark.sparkContext
@@ -224,19 +226,25 @@ def test_dataframe_of_numbers_arrives_value_for_value(spark, tmp_path, feeder, s
     scalar_null = spark.createDataFrame([(1, 2.0), (2, None)], "id long, x double")
     cached = []
 
-    def source_of(frame):
+    def source_of(frame, stored=None):
+        """The frame, or (cached) a cache of it with more columns, stored in full or only
+        for the partitions `stored`."""
         if source == "pipelined":
             return frame
         frame = frame.select(F.array(F.lit(9.0)).alias("unread"), "*").cache()
-        frame.count()
+        if stored is None:
+            frame.count()
+        else:
+            sc.runJob(frame.rdd, lambda rows: [sum(1 for _ in rows)], partitions=stored)
         cached.append(frame)
         return frame.drop("unread")
 
     batch_size = spark.conf.get("spark.sql.inMemoryColumnarStorage.batchSize")
     spark.conf.set("spark.sql.inMemoryColumnarStorage.batchSize", "700")
     try:
-        df, element_null, row_null, scalar_null = (
-            source_of(d) for d in (df, element_null.coalesce(1), row_null.coalesce(1),
+        df = source_of(df, stored=[0, 1, 3])
+        element_null, row_null, scalar_null = (
+            source_of(d) for d in (element_null.coalesce(1), row_null.coalesce(1),
                                    scalar_null.coalesce(1)))
     finally:
         spark.conf.set("spark.sql.inMemoryColumnarStorage.batchSize", batch_size)
@@ -252,6 +260,7 @@ def test_dataframe_of_numbers_arrives_value_for_value(spark, tmp_path, feeder, s
         frame.unpersist()
     assert stats["rows"] == 5000 and stats["feeder"] == feeder
     assert stats["cache_partitions"] == (4 if source == "cached" else 0)
+    assert stats["cache_blocks"] == (3 if source == "cached" else 0)
     got = sorted((r for p in glob.glob(str(tmp_path / "rows-*.json")) for r in json.load(open(p))),
                  key=lambda r: r[0])
     ids = np.arange(5000)

@@ -1,7 +1,11 @@
 package io.sparktf;
 
 import java.io.Serializable;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.spark.SparkEnv;
 import org.apache.spark.rdd.RDD;
+import org.apache.spark.scheduler.ExecutorCacheTaskLocation;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.UnsafeArrayData;
 import org.apache.spark.sql.catalyst.util.ArrayData;
@@ -17,7 +21,16 @@ import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
+import org.apache.spark.storage.BlockId;
+import org.apache.spark.storage.BlockManagerId;
+import org.apache.spark.storage.BlockResult;
+import org.apache.spark.storage.RDDBlockId;
 import org.apache.spark.unsafe.Platform;
+import scala.Option;
+import scala.Tuple2;
+import scala.collection.immutable.Seq;
+import scala.jdk.javaapi.CollectionConverters;
+import scala.reflect.ClassTag$;
 
 /**
  * A cached DataFrame (df.cache() or persist(), Spark's default cache format) read straight
@@ -36,12 +49,15 @@ final class CachedColumns implements Serializable {
 
   /** The cache's batches: the scan's partitions, one to one. */
   final transient RDD<CachedBatch> batches;
+  /** The id of `batches`, whose blocks (RDDBlockId) hold the cached batches. */
+  private final int rddId;
   /** Per column of the DataFrame, its buffer in a cached batch. */
   private final int[] bufferIndex;
   private final DataType[] types;
 
   private CachedColumns(RDD<CachedBatch> batches, int[] bufferIndex, DataType[] types) {
     this.batches = batches;
+    this.rddId = batches.id();
     this.bufferIndex = bufferIndex;
     this.types = types;
   }
@@ -79,6 +95,53 @@ final class CachedColumns implements Serializable {
     } catch (LinkageError e) {  // another Spark's classes: its rows are read instead
       return null;
     }
+  }
+
+  /**
+   * Per partition of the cache (driver side): its index and the task locations
+   * ("executor_HOST_ID") of the executors that store its block, none for a block stored
+   * nowhere. For SparkContext.makeRDD: tasks over these carry no lineage of the cache (its
+   * plan, serialized into every task of `batches`, runs to hundreds of KB for a wide
+   * projection), and each runs where its block is.
+   */
+  List<Tuple2<Integer, Seq<String>>> blockLocations() {
+    int n = batches.getNumPartitions();
+    BlockId[] ids = new BlockId[n];
+    for (int i = 0; i < n; ++i) ids[i] = new RDDBlockId(rddId, i);
+    scala.collection.immutable.IndexedSeq<Seq<BlockManagerId>> stored =
+        SparkEnv.get().blockManager().master().getLocations(ids);
+    List<Tuple2<Integer, Seq<String>>> out = new ArrayList<>(n);
+    for (int i = 0; i < n; ++i) {
+      List<String> hosts = new ArrayList<>();
+      for (BlockManagerId b : CollectionConverters.asJava(stored.apply(i))) {
+        hosts.add(new ExecutorCacheTaskLocation(b.host(), b.executorId()).toString());
+      }
+      out.add(new Tuple2<>(i, CollectionConverters.asScala(hosts).toList()));
+    }
+    return out;
+  }
+
+  /**
+   * The cached batches of `partition` (executor side) from the block that stores them,
+   * here or on another executor, or null if no executor stores it any more (evicted or
+   * unpersisted): then only the cache's lineage (`batches`) can make them.
+   */
+  java.util.Iterator<CachedBatch> storedBatches(int partition) {
+    Option<BlockResult> block = SparkEnv.get().blockManager().get(
+        new RDDBlockId(rddId, partition), ClassTag$.MODULE$.apply(CachedBatch.class));
+    if (block.isEmpty()) return null;
+    java.util.Iterator<Object> values = CollectionConverters.asJava(block.get().data());
+    return new java.util.Iterator<CachedBatch>() {
+      @Override
+      public boolean hasNext() {
+        return values.hasNext();
+      }
+
+      @Override
+      public CachedBatch next() {
+        return (CachedBatch) values.next();
+      }
+    };
   }
 
   /**

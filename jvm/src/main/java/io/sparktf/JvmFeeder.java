@@ -2,14 +2,19 @@ package io.sparktf;
 
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
+import java.util.Set;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.types.pojo.ArrowType;
+import org.apache.spark.SparkContext;
+import org.apache.spark.api.java.function.FlatMapFunction;
 import org.apache.spark.api.java.function.Function2;
+import org.apache.spark.rdd.PartitionPruningRDD;
 import org.apache.spark.rdd.RDD;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.columnar.CachedBatch;
@@ -17,6 +22,8 @@ import org.apache.spark.sql.execution.SparkPlan;
 import org.apache.spark.sql.execution.arrow.ArrowWriter;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.ArrowUtils;
+import scala.jdk.javaapi.CollectionConverters;
+import scala.reflect.ClassTag$;
 
 /**
  * The JVM feeder of cluster.train(df, feeder="jvm"): a Spark job whose tasks write their
@@ -34,8 +41,9 @@ public final class JvmFeeder {
   /**
    * Feeds every partition of `dataset` (a DataFrame, as PySpark's df._jdf) to the nodes of
    * `jobJson` (TFCluster._feed_meta as JSON). Returns one line per partition:
-   * "partition pushed skipped local node cached" (local 1 or 0, node its feed index,
-   * cached 1 when the rows were read from Spark's in-memory cache by CachedColumns).
+   * "partition pushed skipped local node cached stored" (local 1 or 0, node its feed index,
+   * cached 1 when the rows were read from Spark's in-memory cache by CachedColumns, stored
+   * 1 when from the block that stores them, 0 when through the cache's lineage).
    */
   @SuppressWarnings("unchecked")
   public static String feed(Object dataset, String jobJson, int maxRows, String timeZone)
@@ -51,9 +59,7 @@ public final class JvmFeeder {
     }
     List<String> lines;
     if (cached != null) {
-      lines = cached.batches.toJavaRDD()
-          .mapPartitionsWithIndex(new FeedCachedPartition(jobJson, schema, maxRows, cached), false)
-          .collect();
+      lines = feedCached(cached, jobJson, schema, maxRows);
     } else {
       RDD<InternalRow> rows = (RDD<InternalRow>) plan.getClass().getMethod("toRdd").invoke(plan);
       lines = rows.toJavaRDD()
@@ -61,6 +67,71 @@ public final class JvmFeeder {
           .collect();
     }
     return String.join("\n", lines);
+  }
+
+  /**
+   * Feeds a cached DataFrame: each partition by a task that reads the block storing its
+   * cached batches by the block's id, where the block is, so that tasks carry none of the
+   * cache's lineage; then the partitions whose block no executor stored any more (evicted,
+   * unpersisted) through the cache's lineage, which makes and stores them again. A
+   * partition's feed opens only once its batches are there, so none is fed twice.
+   */
+  private static List<String> feedCached(CachedColumns cached, String jobJson, StructType schema,
+                                         int maxRows) {
+    SparkContext sc = cached.batches.context();
+    RDD<Integer> partitions = sc.makeRDD(
+        CollectionConverters.asScala(cached.blockLocations()).toList(),
+        ClassTag$.MODULE$.apply(Integer.class));
+    List<String> lines = new ArrayList<>();
+    Set<Integer> missing = new HashSet<>();
+    for (String line : partitions.toJavaRDD()
+             .mapPartitions(new FeedStoredPartition(jobJson, schema, maxRows, cached)).collect()) {
+      if (line.startsWith(FeedStoredPartition.MISSING)) {
+        missing.add(Integer.parseInt(line.substring(FeedStoredPartition.MISSING.length())));
+      } else {
+        lines.add(line);
+      }
+    }
+    if (missing.isEmpty()) return lines;
+    int[] partitionOf = missing.stream().mapToInt(Integer::intValue).sorted().toArray();
+    // serialized with the RDD into the tasks
+    scala.Function1<Object, Object> isMissing =
+        (scala.Function1<Object, Object> & java.io.Serializable) p -> missing.contains(p);
+    RDD<CachedBatch> pruned = PartitionPruningRDD.create(cached.batches, isMissing);
+    lines.addAll(pruned.toJavaRDD()
+        .mapPartitionsWithIndex(
+            new FeedCachedPartition(jobJson, schema, maxRows, cached, partitionOf), false)
+        .collect());
+    return lines;
+  }
+
+  /** Feeds a partition's cached batches; returns its line (`stored`: as feed() says). */
+  static String feedBatches(String jobJson, StructType schema, int maxRows,
+                            CachedColumns columns, int partition, Iterator<CachedBatch> batches,
+                            boolean stored) {
+    CachedColumns.Reader reader = columns.new Reader();
+    try (PartitionFeed feed = new PartitionFeed(jobJson, partition, schema, maxRows, null)) {
+      PrimitiveBatch batch = (PrimitiveBatch) feed.batch;
+      while (batches.hasNext()) {
+        CachedBatch cached = batches.next();
+        if (feed.stopped()) {
+          feed.skip(cached.numRows());
+          continue;
+        }
+        int n = reader.open(cached);
+        for (int r = 0; r < n; ++r) {
+          if (feed.stopped()) {
+            feed.skip(n - r);
+            break;
+          }
+          reader.writeNext(batch);
+          feed.wrote();
+        }
+      }
+      return feed.finish(true, stored);
+    } finally {
+      reader.close();
+    }
   }
 
   /**
@@ -117,11 +188,11 @@ public final class JvmFeeder {
     }
 
     /** Pushes what is left and ends the feed; returns the partition's line. */
-    String finish(boolean cached) {
+    String finish(boolean cached, boolean stored) {
       if (batch.rows() > 0 && !stopped) push();
       NativeFeed.finish(handle);
       return partition + " " + pushed + " " + skipped + " " + (NativeFeed.local(handle) ? 1 : 0)
-          + " " + NativeFeed.feedIndex(handle) + " " + (cached ? 1 : 0);
+          + " " + NativeFeed.feedIndex(handle) + " " + (cached ? 1 : 0) + " " + (stored ? 1 : 0);
     }
 
     private void push() {
@@ -180,21 +251,25 @@ public final class JvmFeeder {
           feed.batch.write(row);
           feed.wrote();
         }
-        return Collections.singletonList(feed.finish(false)).iterator();
+        return Collections.singletonList(feed.finish(false, false)).iterator();
       }
     }
   }
 
-  /** The feeding task of a cached partition's batches (CachedColumns). */
-  static final class FeedCachedPartition
-      implements Function2<Integer, Iterator<CachedBatch>, Iterator<String>> {
+  /**
+   * The feeding task of cached partitions read from their stored blocks
+   * (CachedColumns.storedBatches): one element per partition, its index. A partition whose
+   * block is gone gets the line MISSING + index, and nothing of it is fed.
+   */
+  static final class FeedStoredPartition implements FlatMapFunction<Iterator<Integer>, String> {
     private static final long serialVersionUID = 1L;
+    static final String MISSING = "missing ";
     private final String jobJson;
     private final StructType schema;
     private final int maxRows;
     private final CachedColumns columns;
 
-    FeedCachedPartition(String jobJson, StructType schema, int maxRows, CachedColumns columns) {
+    FeedStoredPartition(String jobJson, StructType schema, int maxRows, CachedColumns columns) {
       this.jobJson = jobJson;
       this.schema = schema;
       this.maxRows = Math.max(1, maxRows);
@@ -202,30 +277,45 @@ public final class JvmFeeder {
     }
 
     @Override
-    public Iterator<String> call(Integer partition, Iterator<CachedBatch> batches) {
-      CachedColumns.Reader reader = columns.new Reader();
-      try (PartitionFeed feed = new PartitionFeed(jobJson, partition, schema, maxRows, null)) {
-        PrimitiveBatch batch = (PrimitiveBatch) feed.batch;
-        while (batches.hasNext()) {
-          CachedBatch cached = batches.next();
-          if (feed.stopped()) {
-            feed.skip(cached.numRows());
-            continue;
-          }
-          int n = reader.open(cached);
-          for (int r = 0; r < n; ++r) {
-            if (feed.stopped()) {
-              feed.skip(n - r);
-              break;
-            }
-            reader.writeNext(batch);
-            feed.wrote();
-          }
-        }
-        return Collections.singletonList(feed.finish(true)).iterator();
-      } finally {
-        reader.close();
+    public Iterator<String> call(Iterator<Integer> partitions) {
+      List<String> lines = new ArrayList<>();
+      while (partitions.hasNext()) {
+        int partition = partitions.next();
+        Iterator<CachedBatch> batches = columns.storedBatches(partition);
+        lines.add(batches == null ? MISSING + partition
+                  : feedBatches(jobJson, schema, maxRows, columns, partition, batches, true));
       }
+      return lines.iterator();
+    }
+  }
+
+  /**
+   * The feeding task of a cached partition's batches through the cache's lineage (the
+   * cache RDD, or a PartitionPruningRDD of it whose partition i is the cache's
+   * partitionOf[i]).
+   */
+  static final class FeedCachedPartition
+      implements Function2<Integer, Iterator<CachedBatch>, Iterator<String>> {
+    private static final long serialVersionUID = 1L;
+    private final String jobJson;
+    private final StructType schema;
+    private final int maxRows;
+    private final CachedColumns columns;
+    private final int[] partitionOf;
+
+    FeedCachedPartition(String jobJson, StructType schema, int maxRows, CachedColumns columns,
+                        int[] partitionOf) {
+      this.jobJson = jobJson;
+      this.schema = schema;
+      this.maxRows = Math.max(1, maxRows);
+      this.columns = columns;
+      this.partitionOf = partitionOf;
+    }
+
+    @Override
+    public Iterator<String> call(Integer index, Iterator<CachedBatch> batches) {
+      return Collections.singletonList(feedBatches(jobJson, schema, maxRows, columns,
+          partitionOf[index], batches, false)).iterator();
     }
   }
 
