@@ -13,9 +13,12 @@ executors, no feed): what a feed through Spark's scan of the cache pays on the s
 before it does anything (the JVM feeder reads this DataFrame from the cache's column
 buffers instead, docs/architecture.md). Each side runs in a fresh process per round,
 rounds interleaved; steps/s is measured by a Keras callback from the end of the first 20
-steps (TensorFlow's tracing and the first batches) to the last step. Input stall: the
-share of the node's time in next() waiting for a batch (the feed's wait_us over the timed
-span).
+steps (TensorFlow's tracing and the first batches) to the last step. The feed's op in
+Next: the share of the timed span that ctx.dataset's reading op spent in
+DataFeed.next (the feed's wait_us), on tf.data's prefetch thread, so it overlaps training.
+Input stall, an estimate of the time training waited for a batch: per step, the op's time in
+Next beyond what the prefetched batches (sparktf.node.DATASET_PREFETCH) cover, at the mean
+step time, summed over the timed span.
 
 With --pin, training gets a core of its own, as on a machine where the executors'
 cores are not the trainer's: the baseline runs on CPU 0 alone; sparktf's driver, its
@@ -137,9 +140,11 @@ def process_kind(trainer_pid: int):
 
 
 class StepTimer:
-    """A Keras callback: the time of step WARM_STEPS's end and of the last step's."""
+    """A Keras callback: the time of step WARM_STEPS's end and of the last step's; with a
+    `feed` (a DataFeed), also its wait_us (the reading op's time in Next) at every step
+    from WARM_STEPS on, for feed_time()."""
 
-    def __new__(cls):
+    def __new__(cls, feed=None):
         import tensorflow as tf
 
         class Timer(tf.keras.callbacks.Callback):
@@ -147,15 +152,33 @@ class StepTimer:
                 super().__init__()
                 self.steps, self.t_warm, self.t_end = 0, None, None
                 self.wall_warm, self.wall_end = None, None
+                self.waits = []  # (perf_counter, wait_us) at the end of each timed step
 
             def on_train_batch_end(self, batch, logs=None):
                 self.steps += 1
                 if self.steps == WARM_STEPS:
                     self.t_warm, self.wall_warm = time.perf_counter(), time.time()
                 self.t_end, self.wall_end = time.perf_counter(), time.time()
+                if feed is not None and self.steps >= WARM_STEPS:
+                    self.waits.append((self.t_end, feed.progress().get("wait_us", 0)))
 
             def rate(self):
                 return (self.steps - WARM_STEPS) / (self.t_end - self.t_warm)
+
+            def feed_time(self):
+                """(busy, uncovered) over the timed span: the share of it the feed's op
+                spent in Next (on tf.data's prefetch thread, so it overlaps training), and
+                the share that DATASET_PREFETCH batches cannot have covered: per step, the
+                op's time in Next beyond that many mean steps (an estimate of the input
+                stall, the time training waited for a batch)."""
+                from sparktf import node
+
+                span = self.t_end - self.t_warm
+                cover = node.DATASET_PREFETCH * span / (self.steps - WARM_STEPS) * 1e6
+                busy = (self.waits[-1][1] - self.waits[0][1]) / 1e6 / span
+                uncovered = sum(max(0.0, b[1] - a[1] - cover)
+                                for a, b in zip(self.waits, self.waits[1:])) / 1e6 / span
+                return busy, uncovered
 
         return Timer()
 
@@ -172,17 +195,16 @@ def node_fun(args, ctx):
         pin_process(0)
     set_tf_threads(args["tf_threads"])
     m = model()
-    timer = StepTimer()
     feed = ctx.get_data_feed()  # for its progress: rows, batches, time spent waiting
+    timer = StepTimer(feed)
     before = feed.progress()
-    t0 = time.perf_counter()
     m.fit(ctx.dataset(BATCH, input_mapping={"x": "x", "label": "label"}).map(
         lambda d: (d["x"], d["label"])), epochs=1, verbose=0, callbacks=[timer])
-    span = time.perf_counter() - t0
     after = feed.progress()
+    busy, uncovered = timer.feed_time()
     with open(os.path.join(args["out"], "result.json"), "w") as f:
         json.dump({"steps_per_s": timer.rate(), "steps": timer.steps,
-                   "stall": (after.get("wait_us", 0) - before.get("wait_us", 0)) / 1e6 / span,
+                   "feed_busy": busy, "stall": uncovered,
                    "reads": {k: after.get(k, 0) - before.get(k, 0)
                              for k in ("in_place", "copied", "evictions")},
                    "span": [timer.wall_warm, timer.wall_end], "trainer_pid": os.getpid(),
@@ -307,9 +329,13 @@ def main():
                                              for k, v in got.items()), flush=True)
         for k, v in got.items():
             print(f"  {k} CPU (cores): {v[-1]['cpu']}", flush=True)
-        print(f"  sparktf's feed messages: {got['sparktf'][-1]['reads']}", flush=True)
+        last = got["sparktf"][-1]
+        print(f"  sparktf's feed messages: {last['reads']}; the feed's op in Next "
+              f"{last['feed_busy']:.1%} of the span, beyond the prefetch {last['stall']:.1%}",
+              flush=True)
     rate = {k: statistics.median(x["steps_per_s"] for x in v) for k, v in got.items()}
     stall = statistics.median(x["stall"] for x in got["sparktf"])
+    busy = statistics.median(x["feed_busy"] for x in got["sparktf"])
     ratios = [a["steps_per_s"] / b["steps_per_s"] for a, b in zip(got["sparktf"], got["memory"])]
     reads = [run("cache-read", args.rows, args.pin, 0, 1)["rows_per_s"]
              for _ in range(args.rounds)]
@@ -323,13 +349,14 @@ def main():
                                    ", all on the same 2 cores") +
           (f", TensorFlow with {args.tf_threads} intra-op thread(s)" if args.tf_threads else "") +
           "\n"
-          "| | steps/s (median) | min | max | input stall |\n|---|---|---|---|---|\n"
+          "| | steps/s (median) | min | max | input stall | feed op in Next |\n"
+          "|---|---|---|---|---|---|\n"
           f"| sparktf, fit(ctx.dataset) fed by cluster.train(df) | {rate['sparktf']:.1f} | "
           f"{min(x['steps_per_s'] for x in got['sparktf']):.1f} | "
-          f"{max(x['steps_per_s'] for x in got['sparktf']):.1f} | {stall:.1%} |\n"
+          f"{max(x['steps_per_s'] for x in got['sparktf']):.1f} | {stall:.1%} | {busy:.1%} |\n"
           f"| from_tensor_slices, in memory | {rate['memory']:.1f} | "
           f"{min(x['steps_per_s'] for x in got['memory']):.1f} | "
-          f"{max(x['steps_per_s'] for x in got['memory']):.1f} | |\n"
+          f"{max(x['steps_per_s'] for x in got['memory']):.1f} | | |\n"
           f"\nsparktf / in memory: **{rate['sparktf'] / rate['memory']:.2f}** (target 0.8); "
           "per run: " + ", ".join(f"{x:.2f}" for x in ratios) + "\n"
           f"Spark's scan of the cache alone (toRdd().count()): {read:,.0f} rows/s "
