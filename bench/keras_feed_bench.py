@@ -83,21 +83,29 @@ class CpuSampler:
         threading.Thread(target=self._loop, daemon=True).start()
 
     def _loop(self):
+        n = 0
         while not self.stopped.is_set():
             now, ticks = time.time(), {}
+            # every second, each process's command line again: a process forked a moment
+            # ago still shows its parent's, and spark-submit's script execs the JVM later
+            reread, n = n % 10 == 0, n + 1
             for name in os.listdir("/proc"):
                 if not name.isdigit():
                     continue
                 try:
                     with open(f"/proc/{name}/stat", "rb") as f:
                         fields = f.read().rsplit(b")", 1)[1].split()
-                    if name not in self.cmdlines:
-                        with open(f"/proc/{name}/cmdline", "rb") as f:
-                            self.cmdlines[name] = f.read().replace(b"\0", b" ").decode(
-                                errors="replace")
                 except OSError:
                     continue
                 ticks[name] = int(fields[11]) + int(fields[12])
+                if reread or name not in self.cmdlines:
+                    try:
+                        with open(f"/proc/{name}/cmdline", "rb") as f:
+                            cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+                    except OSError:  # exited: its last one read stays
+                        continue
+                    if cmd:  # empty once it is a zombie
+                        self.cmdlines[name] = cmd
             self.samples.append((now, ticks))
             self.stopped.wait(self.period)
 

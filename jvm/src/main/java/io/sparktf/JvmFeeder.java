@@ -12,8 +12,7 @@ import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.spark.SparkContext;
-import org.apache.spark.api.java.function.FlatMapFunction;
-import org.apache.spark.api.java.function.Function2;
+import org.apache.spark.TaskContext;
 import org.apache.spark.rdd.PartitionPruningRDD;
 import org.apache.spark.rdd.RDD;
 import org.apache.spark.sql.catalyst.InternalRow;
@@ -24,6 +23,8 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.ArrowUtils;
 import scala.jdk.javaapi.CollectionConverters;
 import scala.reflect.ClassTag$;
+import scala.runtime.AbstractFunction2;
+import scala.runtime.BoxedUnit;
 
 /**
  * The JVM feeder of cluster.train(df, feeder="jvm"): a Spark job whose tasks write their
@@ -62,9 +63,7 @@ public final class JvmFeeder {
       lines = feedCached(cached, jobJson, schema, maxRows);
     } else {
       RDD<InternalRow> rows = (RDD<InternalRow>) plan.getClass().getMethod("toRdd").invoke(plan);
-      lines = rows.toJavaRDD()
-          .mapPartitionsWithIndex(new FeedPartition(jobJson, schema, maxRows, timeZone), false)
-          .collect();
+      lines = runTasks(rows, new FeedPartition(jobJson, schema, maxRows, timeZone));
     }
     return String.join("\n", lines);
   }
@@ -84,8 +83,8 @@ public final class JvmFeeder {
         ClassTag$.MODULE$.apply(Integer.class));
     List<String> lines = new ArrayList<>();
     Set<Integer> missing = new HashSet<>();
-    for (String line : partitions.toJavaRDD()
-             .mapPartitions(new FeedStoredPartition(jobJson, schema, maxRows, cached)).collect()) {
+    for (String line : runTasks(partitions,
+                                new FeedStoredPartition(jobJson, schema, maxRows, cached))) {
       if (line.startsWith(FeedStoredPartition.MISSING)) {
         missing.add(Integer.parseInt(line.substring(FeedStoredPartition.MISSING.length())));
       } else {
@@ -98,11 +97,58 @@ public final class JvmFeeder {
     scala.Function1<Object, Object> isMissing =
         (scala.Function1<Object, Object> & java.io.Serializable) p -> missing.contains(p);
     RDD<CachedBatch> pruned = PartitionPruningRDD.create(cached.batches, isMissing);
-    lines.addAll(pruned.toJavaRDD()
-        .mapPartitionsWithIndex(
-            new FeedCachedPartition(jobJson, schema, maxRows, cached, partitionOf), false)
-        .collect());
+    lines.addAll(runTasks(pruned,
+        new FeedCachedPartition(jobJson, schema, maxRows, cached, partitionOf)));
     return lines;
+  }
+
+  /**
+   * Runs `task` on every partition of `rdd`; returns the lines of the tasks, partition by
+   * partition. Through SparkContext.runJob with named function classes, not JavaRDD's
+   * mapPartitions and collect: their Scala closures go through Spark's ClosureCleaner, which
+   * reads class files with ASM on every job, and compiling that code kept the driver's JIT
+   * busy through many epochs, on the cores training runs on (bench/RESULTS.md).
+   */
+  static <T> List<String> runTasks(RDD<T> rdd, FeedTask<T> task) {
+    int n = rdd.getNumPartitions();
+    String[][] results = new String[n][];
+    List<Object> indices = new ArrayList<>(n);
+    for (int i = 0; i < n; ++i) indices.add(i);
+    rdd.context().runJob(rdd, task, CollectionConverters.asScala(indices).toList(),
+        new CollectResults(results), ClassTag$.MODULE$.apply(String[].class));
+    List<String> lines = new ArrayList<>();
+    for (String[] r : results) Collections.addAll(lines, r);
+    return lines;
+  }
+
+  /** A feeding task: a partition's values in, its lines out (runTasks). */
+  abstract static class FeedTask<T>
+      extends AbstractFunction2<TaskContext, scala.collection.Iterator<T>, String[]>
+      implements java.io.Serializable {
+    private static final long serialVersionUID = 1L;
+
+    abstract List<String> run(int partition, Iterator<T> values);
+
+    @Override
+    public final String[] apply(TaskContext context, scala.collection.Iterator<T> values) {
+      return run(context.partitionId(), CollectionConverters.asJava(values))
+          .toArray(new String[0]);
+    }
+  }
+
+  /** On the driver: a task's lines into their partition's slot. */
+  private static final class CollectResults extends AbstractFunction2<Object, String[], BoxedUnit> {
+    private final String[][] results;
+
+    CollectResults(String[][] results) {
+      this.results = results;
+    }
+
+    @Override
+    public BoxedUnit apply(Object partition, String[] lines) {
+      results[(Integer) partition] = lines;
+      return BoxedUnit.UNIT;
+    }
   }
 
   /** Feeds a partition's cached batches; returns its line (`stored`: as feed() says). */
@@ -224,8 +270,7 @@ public final class JvmFeeder {
   }
 
   /** The feeding task of a partition's rows. */
-  static final class FeedPartition
-      implements Function2<Integer, Iterator<InternalRow>, Iterator<String>> {
+  static final class FeedPartition extends FeedTask<InternalRow> {
     private static final long serialVersionUID = 1L;
     private final String jobJson;
     private final StructType schema;
@@ -240,7 +285,7 @@ public final class JvmFeeder {
     }
 
     @Override
-    public Iterator<String> call(Integer partition, Iterator<InternalRow> rows) {
+    List<String> run(int partition, Iterator<InternalRow> rows) {
       try (PartitionFeed feed = new PartitionFeed(jobJson, partition, schema, maxRows, timeZone)) {
         while (rows.hasNext()) {
           InternalRow row = rows.next();
@@ -251,7 +296,7 @@ public final class JvmFeeder {
           feed.batch.write(row);
           feed.wrote();
         }
-        return Collections.singletonList(feed.finish(false, false)).iterator();
+        return Collections.singletonList(feed.finish(false, false));
       }
     }
   }
@@ -261,7 +306,7 @@ public final class JvmFeeder {
    * (CachedColumns.storedBatches): one element per partition, its index. A partition whose
    * block is gone gets the line MISSING + index, and nothing of it is fed.
    */
-  static final class FeedStoredPartition implements FlatMapFunction<Iterator<Integer>, String> {
+  static final class FeedStoredPartition extends FeedTask<Integer> {
     private static final long serialVersionUID = 1L;
     static final String MISSING = "missing ";
     private final String jobJson;
@@ -277,7 +322,7 @@ public final class JvmFeeder {
     }
 
     @Override
-    public Iterator<String> call(Iterator<Integer> partitions) {
+    List<String> run(int task, Iterator<Integer> partitions) {
       List<String> lines = new ArrayList<>();
       while (partitions.hasNext()) {
         int partition = partitions.next();
@@ -285,7 +330,7 @@ public final class JvmFeeder {
         lines.add(batches == null ? MISSING + partition
                   : feedBatches(jobJson, schema, maxRows, columns, partition, batches, true));
       }
-      return lines.iterator();
+      return lines;
     }
   }
 
@@ -294,8 +339,7 @@ public final class JvmFeeder {
    * cache RDD, or a PartitionPruningRDD of it whose partition i is the cache's
    * partitionOf[i]).
    */
-  static final class FeedCachedPartition
-      implements Function2<Integer, Iterator<CachedBatch>, Iterator<String>> {
+  static final class FeedCachedPartition extends FeedTask<CachedBatch> {
     private static final long serialVersionUID = 1L;
     private final String jobJson;
     private final StructType schema;
@@ -313,9 +357,9 @@ public final class JvmFeeder {
     }
 
     @Override
-    public Iterator<String> call(Integer index, Iterator<CachedBatch> batches) {
+    List<String> run(int index, Iterator<CachedBatch> batches) {
       return Collections.singletonList(feedBatches(jobJson, schema, maxRows, columns,
-          partitionOf[index], batches, false)).iterator();
+          partitionOf[index], batches, false));
     }
   }
 
