@@ -132,7 +132,8 @@ class DataFeed:
     def progress(self) -> dict:
         """Rows delivered, consumed, dropped (to keep workers in step), and duplicates
         (rows a retried feeding task sent again, dropped); batches handed out and
-        wait_us, the microseconds spent waiting for them (input stall); messages read
+        wait_us, the microseconds next() took before it had a batch (input stall; for
+        ctx.dataset, on tf.data's prefetch thread, overlapping training); messages read
         in place from the ring (in_place) or copied out of it (copied), and evictions,
         the times messages kept too long moved out of the ring."""
         return self._reader.progress()
