@@ -126,22 +126,13 @@ final class CachedColumns implements Serializable {
    * here or on another executor, or null if no executor stores it any more (evicted or
    * unpersisted): then only the cache's lineage (`batches`) can make them.
    */
+  @SuppressWarnings("unchecked")  // the block stores CachedBatches: the cache RDD's values
   java.util.Iterator<CachedBatch> storedBatches(int partition) {
     Option<BlockResult> block = SparkEnv.get().blockManager().get(
         new RDDBlockId(rddId, partition), ClassTag$.MODULE$.apply(CachedBatch.class));
     if (block.isEmpty()) return null;
-    java.util.Iterator<Object> values = CollectionConverters.asJava(block.get().data());
-    return new java.util.Iterator<CachedBatch>() {
-      @Override
-      public boolean hasNext() {
-        return values.hasNext();
-      }
-
-      @Override
-      public CachedBatch next() {
-        return (CachedBatch) values.next();
-      }
-    };
+    return (java.util.Iterator<CachedBatch>) (java.util.Iterator<?>)
+        CollectionConverters.asJava(block.get().data());
   }
 
   /**

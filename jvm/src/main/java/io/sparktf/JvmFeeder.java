@@ -151,35 +151,6 @@ public final class JvmFeeder {
     }
   }
 
-  /** Feeds a partition's cached batches; returns its line (`stored`: as feed() says). */
-  static String feedBatches(String jobJson, StructType schema, int maxRows,
-                            CachedColumns columns, int partition, Iterator<CachedBatch> batches,
-                            boolean stored) {
-    CachedColumns.Reader reader = columns.new Reader();
-    try (PartitionFeed feed = new PartitionFeed(jobJson, partition, schema, maxRows, null)) {
-      PrimitiveBatch batch = (PrimitiveBatch) feed.batch;
-      while (batches.hasNext()) {
-        CachedBatch cached = batches.next();
-        if (feed.stopped()) {
-          feed.skip(cached.numRows());
-          continue;
-        }
-        int n = reader.open(cached);
-        for (int r = 0; r < n; ++r) {
-          if (feed.stopped()) {
-            feed.skip(n - r);
-            break;
-          }
-          reader.writeNext(batch);
-          feed.wrote();
-        }
-      }
-      return feed.finish(true, stored);
-    } finally {
-      reader.close();
-    }
-  }
-
   /**
    * One partition's feed: rows written into a batch, pushed to the partition's node at
    * maxRows rows or TARGET_BYTES; once a consumer stopped reading, rows are counted as
@@ -301,24 +272,60 @@ public final class JvmFeeder {
     }
   }
 
+  /** A feeding task over a cached DataFrame's batches (CachedColumns). */
+  abstract static class CachedFeedTask<T> extends FeedTask<T> {
+    private static final long serialVersionUID = 1L;
+    private final String jobJson;
+    private final StructType schema;
+    private final int maxRows;
+    final CachedColumns columns;
+
+    CachedFeedTask(String jobJson, StructType schema, int maxRows, CachedColumns columns) {
+      this.jobJson = jobJson;
+      this.schema = schema;
+      this.maxRows = Math.max(1, maxRows);
+      this.columns = columns;
+    }
+
+    /** Feeds `partition`'s cached batches; returns its line (`stored`: as feed() says). */
+    String feed(int partition, Iterator<CachedBatch> batches, boolean stored) {
+      CachedColumns.Reader reader = columns.new Reader();
+      try (PartitionFeed feed = new PartitionFeed(jobJson, partition, schema, maxRows, null)) {
+        PrimitiveBatch batch = (PrimitiveBatch) feed.batch;
+        while (batches.hasNext()) {
+          CachedBatch cached = batches.next();
+          if (feed.stopped()) {
+            feed.skip(cached.numRows());
+            continue;
+          }
+          int n = reader.open(cached);
+          for (int r = 0; r < n; ++r) {
+            if (feed.stopped()) {
+              feed.skip(n - r);
+              break;
+            }
+            reader.writeNext(batch);
+            feed.wrote();
+          }
+        }
+        return feed.finish(true, stored);
+      } finally {
+        reader.close();
+      }
+    }
+  }
+
   /**
    * The feeding task of cached partitions read from their stored blocks
    * (CachedColumns.storedBatches): one element per partition, its index. A partition whose
    * block is gone gets the line MISSING + index, and nothing of it is fed.
    */
-  static final class FeedStoredPartition extends FeedTask<Integer> {
+  static final class FeedStoredPartition extends CachedFeedTask<Integer> {
     private static final long serialVersionUID = 1L;
     static final String MISSING = "missing ";
-    private final String jobJson;
-    private final StructType schema;
-    private final int maxRows;
-    private final CachedColumns columns;
 
     FeedStoredPartition(String jobJson, StructType schema, int maxRows, CachedColumns columns) {
-      this.jobJson = jobJson;
-      this.schema = schema;
-      this.maxRows = Math.max(1, maxRows);
-      this.columns = columns;
+      super(jobJson, schema, maxRows, columns);
     }
 
     @Override
@@ -327,8 +334,7 @@ public final class JvmFeeder {
       while (partitions.hasNext()) {
         int partition = partitions.next();
         Iterator<CachedBatch> batches = columns.storedBatches(partition);
-        lines.add(batches == null ? MISSING + partition
-                  : feedBatches(jobJson, schema, maxRows, columns, partition, batches, true));
+        lines.add(batches == null ? MISSING + partition : feed(partition, batches, true));
       }
       return lines;
     }
@@ -339,27 +345,19 @@ public final class JvmFeeder {
    * cache RDD, or a PartitionPruningRDD of it whose partition i is the cache's
    * partitionOf[i]).
    */
-  static final class FeedCachedPartition extends FeedTask<CachedBatch> {
+  static final class FeedCachedPartition extends CachedFeedTask<CachedBatch> {
     private static final long serialVersionUID = 1L;
-    private final String jobJson;
-    private final StructType schema;
-    private final int maxRows;
-    private final CachedColumns columns;
     private final int[] partitionOf;
 
     FeedCachedPartition(String jobJson, StructType schema, int maxRows, CachedColumns columns,
                         int[] partitionOf) {
-      this.jobJson = jobJson;
-      this.schema = schema;
-      this.maxRows = Math.max(1, maxRows);
-      this.columns = columns;
+      super(jobJson, schema, maxRows, columns);
       this.partitionOf = partitionOf;
     }
 
     @Override
     List<String> run(int index, Iterator<CachedBatch> batches) {
-      return Collections.singletonList(feedBatches(jobJson, schema, maxRows, columns,
-          partitionOf[index], batches, false));
+      return Collections.singletonList(feed(partitionOf[index], batches, false));
     }
   }
 
