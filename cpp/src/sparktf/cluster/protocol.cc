@@ -113,41 +113,67 @@ Status FrameDecoder::Next(Frame* frame, bool* have) {
   return Status::OK();
 }
 
+Status FrameDecoder::CheckHeader(uint16_t* type, uint32_t* len) {
+  if (!error_.ok()) return error_;
+  const char* h = buf_.get() + begin_;
+  uint32_t magic;
+  uint16_t version;
+  std::memcpy(&magic, h, 4);
+  std::memcpy(&version, h + 4, 2);
+  std::memcpy(type, h + 6, 2);
+  std::memcpy(len, h + 8, 4);
+  if (magic != kFrameMagic) {
+    error_ = Status::InvalidArgument("bad frame magic (not a sparktf peer?)");
+  } else if (version != kProtocolVersion) {
+    error_ = Status::InvalidArgument("unsupported protocol version " + std::to_string(version) +
+                                     " (this side speaks " +
+                                     std::to_string(kProtocolVersion) + ")");
+  } else if (*len > max_frame_size_) {
+    error_ = Status::ResourceExhausted("frame of " + std::to_string(*len) +
+                                       " bytes exceeds the limit of " +
+                                       std::to_string(max_frame_size_));
+  }
+  return error_;
+}
+
 Status FrameDecoder::NextView(FrameView* frame, bool* have) {
   *have = false;
   if (!error_.ok()) return error_;
   if (buffered() < kFrameHeaderSize) return Status::OK();
-  const char* h = buf_.get() + begin_;
-  uint32_t magic, len;
-  uint16_t version, type;
-  std::memcpy(&magic, h, 4);
-  std::memcpy(&version, h + 4, 2);
-  std::memcpy(&type, h + 6, 2);
-  std::memcpy(&len, h + 8, 4);
-  if (magic != kFrameMagic) {
-    error_ = Status::InvalidArgument("bad frame magic (not a sparktf peer?)");
-    return error_;
-  }
-  if (version != kProtocolVersion) {
-    error_ = Status::InvalidArgument("unsupported protocol version " + std::to_string(version) +
-                                     " (this side speaks " +
-                                     std::to_string(kProtocolVersion) + ")");
-    return error_;
-  }
-  if (len > max_frame_size_) {
-    error_ = Status::ResourceExhausted("frame of " + std::to_string(len) +
-                                       " bytes exceeds the limit of " +
-                                       std::to_string(max_frame_size_));
-    return error_;
-  }
+  uint16_t type;
+  uint32_t len;
+  RETURN_NOT_OK(CheckHeader(&type, &len));
   if (buffered() < kFrameHeaderSize + len) return Status::OK();
   frame->type = static_cast<MessageType>(type);
-  frame->payload = std::string_view(h + kFrameHeaderSize, len);
+  frame->payload = std::string_view(buf_.get() + begin_ + kFrameHeaderSize, len);
   // The bytes stay where they are until the next Reserve (or Feed) writes over them.
   begin_ += kFrameHeaderSize + len;
   if (begin_ == end_) begin_ = end_ = 0;
   *have = true;
   return Status::OK();
+}
+
+Status FrameDecoder::NextHeader(FrameHeader* header, bool* have) {
+  *have = false;
+  if (!error_.ok()) return error_;
+  if (buffered() < kFrameHeaderSize) return Status::OK();
+  uint16_t type;
+  uint32_t len;
+  RETURN_NOT_OK(CheckHeader(&type, &len));
+  header->type = static_cast<MessageType>(type);
+  header->payload_size = len;
+  begin_ += kFrameHeaderSize;
+  if (begin_ == end_) begin_ = end_ = 0;
+  *have = true;
+  return Status::OK();
+}
+
+size_t FrameDecoder::TakeBuffered(std::span<char> into) {
+  const size_t n = std::min(into.size(), buffered());
+  if (n > 0) std::memcpy(into.data(), buf_.get() + begin_, n);
+  begin_ += n;
+  if (begin_ == end_) begin_ = end_ = 0;
+  return n;
 }
 
 bool TokensEqual(std::string_view a, std::string_view b) {
@@ -265,17 +291,73 @@ Result<FrameView> Connection::ReceiveView(std::chrono::milliseconds timeout) {
   while (true) {
     ASSIGN_OR_RETURN(bool have, NextBufferedView(&frame));
     if (have) return frame;
+    RETURN_NOT_OK(WaitReadable(deadline, timeout, "reply"));
+    RETURN_NOT_OK(ReadAvailable());
+  }
+}
+
+Status Connection::WaitReadable(std::chrono::steady_clock::time_point deadline,
+                                std::chrono::milliseconds timeout, const char* what) {
+  while (true) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
-      return Status::DeadlineExceeded("no reply from " + peer_.ToString() + " within " +
-                                      std::to_string(timeout.count()) + " ms");
+      return Status::DeadlineExceeded(std::string("no ") + what + " from " + peer_.ToString() +
+                                      " within " + std::to_string(timeout.count()) + " ms");
     }
     pollfd p{fd_.get(), POLLIN, 0};
     int rc = ::poll(&p, 1, static_cast<int>(left.count()));
     if (rc < 0 && errno != EINTR) return Status::FromErrno("poll", errno);
-    if (rc > 0) RETURN_NOT_OK(ReadAvailable());
+    if (rc > 0) return Status::OK();
   }
+}
+
+Result<FrameHeader> Connection::ReceiveHeader(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  FrameHeader header;
+  while (true) {
+    bool have = false;
+    RETURN_NOT_OK(decoder_.NextHeader(&header, &have).WithContext(peer_.ToString()));
+    if (have) break;
+    RETURN_NOT_OK(WaitReadable(deadline, timeout, "frame"));
+    // A few bytes past the header at most, so that a bulk payload is read where the
+    // caller wants it rather than into the decoder's buffer.
+    std::span<char> room = decoder_.Reserve(kFrameHeaderSize);
+    const size_t want = std::min<size_t>(room.size(), 4096);
+    ssize_t n = ::recv(fd_.get(), room.data(), want, MSG_DONTWAIT);
+    if (n > 0) {
+      decoder_.Commit(static_cast<size_t>(n));
+    } else if (n == 0) {
+      return Status::Unavailable(peer_.ToString() + " closed the connection");
+    } else if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
+      return Status::FromErrno("receive from " + peer_.ToString(), errno);
+    }
+  }
+  if (header.type == MessageType::kError) {
+    std::string payload(header.payload_size, '\0');
+    RETURN_NOT_OK(ReadPayload({payload.data(), payload.size()}, timeout));
+    return ErrorFromPayload(payload, peer_.ToString());
+  }
+  return header;
+}
+
+Status Connection::ReadPayload(std::span<char> into, std::chrono::milliseconds timeout) {
+  size_t got = decoder_.TakeBuffered(into);
+  while (got < into.size()) {
+    RETURN_NOT_OK(WaitReadable(std::chrono::steady_clock::now() + timeout, timeout,
+                               "payload bytes"));
+    ssize_t n = ::recv(fd_.get(), into.data() + got, into.size() - got, MSG_DONTWAIT);
+    if (n > 0) {
+      got += static_cast<size_t>(n);
+    } else if (n == 0) {
+      return Status::Unavailable(peer_.ToString() + " closed the connection within a frame (" +
+                                 std::to_string(got) + " of " + std::to_string(into.size()) +
+                                 " payload bytes)");
+    } else if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
+      return Status::FromErrno("receive from " + peer_.ToString(), errno);
+    }
+  }
+  return Status::OK();
 }
 
 Result<Frame> Connection::Call(MessageType type, std::string_view payload, MessageType expect,

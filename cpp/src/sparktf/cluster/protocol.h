@@ -76,6 +76,12 @@ struct FrameView {
   std::string_view payload;
 };
 
+// A frame's type and payload size, its payload not read yet (Connection::ReceiveHeader).
+struct FrameHeader {
+  MessageType type = MessageType::kError;
+  uint32_t payload_size = 0;
+};
+
 // The 12-byte header of a frame of `type` whose payload is `payload_size` bytes.
 void EncodeFrameHeader(MessageType type, uint32_t payload_size, char out[kFrameHeaderSize]);
 
@@ -103,9 +109,16 @@ class FrameDecoder {
   Status Next(Frame* frame, bool* have);
   // The same without copying the payload out (see FrameView).
   Status NextView(FrameView* frame, bool* have);
+  // Only the next frame's header, checked as Next checks it: the payload's bytes
+  // come next (TakeBuffered, then from the stream).
+  Status NextHeader(FrameHeader* header, bool* have);
+  // Moves up to into.size() buffered bytes into `into`; returns how many.
+  size_t TakeBuffered(std::span<char> into);
   size_t buffered() const { return end_ - begin_; }
 
  private:
+  // Checks the header at begin_; its payload size in *len.
+  Status CheckHeader(uint16_t* type, uint32_t* len);
   std::unique_ptr<char[]> buf_;  // bytes [begin_, end_) are buffered
   size_t capacity_ = 0, begin_ = 0, end_ = 0;
   size_t max_frame_size_;
@@ -137,6 +150,14 @@ class Connection {
   Result<Frame> Receive(std::chrono::milliseconds timeout);
   // The same without copying the payload out (see FrameView): for bulk data.
   Result<FrameView> ReceiveView(std::chrono::milliseconds timeout);
+  // For bulk payloads received straight into the caller's memory: waits up to
+  // timeout for the next frame's header and returns it, its payload unread; the
+  // caller then reads exactly payload_size bytes with ReadPayload before any other
+  // call. A kError frame is read whole and becomes its Status.
+  Result<FrameHeader> ReceiveHeader(std::chrono::milliseconds timeout);
+  // Fills `into` with the payload's next into.size() bytes, waiting at most
+  // `timeout` for each read. Unavailable if the peer closed mid-payload.
+  Status ReadPayload(std::span<char> into, std::chrono::milliseconds timeout);
   // Sends a request and waits for a reply of type `expect`, skipping nothing:
   // any other type is an error.
   Result<Frame> Call(MessageType type, std::string_view payload, MessageType expect,
@@ -153,6 +174,9 @@ class Connection {
 
  private:
   Connection(UniqueFd fd, HostPort peer) : fd_(std::move(fd)), peer_(std::move(peer)) {}
+  // Waits up to `timeout` for the socket to be readable: DeadlineExceeded naming `what`.
+  Status WaitReadable(std::chrono::steady_clock::time_point deadline,
+                      std::chrono::milliseconds timeout, const char* what);
   UniqueFd fd_;
   HostPort peer_;
   FrameDecoder decoder_;

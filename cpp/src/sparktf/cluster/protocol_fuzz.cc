@@ -56,6 +56,40 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (size_t i = 0; i < got.size(); ++i) {
       if (got[i].type != want[i].type || got[i].payload != want[i].payload) __builtin_trap();
     }
+    // Read as Connection::ReceiveHeader and ReadPayload read a bulk frame: the header
+    // from the decoder, the payload's buffered part out of it, the rest from the stream.
+    FrameDecoder headed(4096);
+    const size_t lead = size ? data[size - 1] % (size + 1) : 0;  // bytes buffered first
+    headed.Feed({reinterpret_cast<const char*>(data), lead});
+    at = lead;
+    size_t frames = 0;
+    FrameHeader h;
+    Status hst;
+    while (true) {
+      hst = headed.NextHeader(&h, &have);
+      if (!hst.ok()) break;
+      if (!have) {
+        if (at == size) break;
+        const size_t n = std::min<size_t>(kFrameHeaderSize, size - at);
+        headed.Feed({reinterpret_cast<const char*>(data) + at, n});
+        at += n;
+        continue;
+      }
+      std::string payload(h.payload_size, '\0');
+      size_t filled = headed.TakeBuffered({payload.data(), payload.size()});
+      const size_t rest = std::min(payload.size() - filled, size - at);
+      std::memcpy(payload.data() + filled, data + at, rest);
+      at += rest;
+      filled += rest;
+      if (filled < payload.size()) break;  // the input ends within this payload
+      if (frames >= want.size() || want[frames].type != h.type ||
+          want[frames].payload != payload) {
+        __builtin_trap();
+      }
+      ++frames;
+    }
+    // The same frames, and the same error where the stream goes bad.
+    if (frames != want.size() || hst.code() != wst.code()) __builtin_trap();
   }
   // A live coordinator, fresh for each input: an input that forms a cluster must not
   // leave the next ones exploring its end state, and any crash reproduces from its input.

@@ -2,7 +2,8 @@
 // its ring. The input is a sequence of messages, each "u16 length | bytes"
 // (batches, tagged batches, partition markers, or garbage), pushed into a new
 // ring, those of odd length aligned as a feeding task aligns them (read in
-// place) and the others not (copied out); then the input is closed and the
+// place), those of length 2 mod 4 reserved, written and given up (the reader
+// skips them), and the others not aligned (copied out); then the input is closed and the
 // reader drains it in batches of 3 rows, keeping every batch, so that held
 // messages move out of the small ring. It must end with a value or an error,
 // never crash or hang, every row it took in must be accounted for, and every
@@ -37,7 +38,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     at += 2;
     len = static_cast<uint16_t>(std::min<size_t>(len, size - at));
     const std::string_view message(reinterpret_cast<const char*>(data + at), len);
-    if (!(*producer)->Push(message, 100ms, len % 2 ? BatchStart(message) : 0).ok()) break;
+    if (len % 4 == 2) {  // reserved, written, and given up: the reader must never see it
+      auto space = (*producer)->Reserve(len, 100ms);
+      if (!space.ok()) break;
+      std::memcpy(space->bytes().data(), message.data(), len);
+      space->Abandon();
+    } else if (!(*producer)->Push(message, 100ms, len % 2 ? BatchStart(message) : 0).ok()) {
+      break;
+    }
     at += len;
   }
   (*producer)->CloseInput();

@@ -2,6 +2,8 @@
 
 #include <sys/mman.h>
 
+#include <cstring>
+
 #include "sparktf/feed/stream.h"
 
 namespace sparktf::feed {
@@ -39,13 +41,12 @@ PartitionFeed::~PartitionFeed() {
   }
 }
 
-Status PartitionFeed::PushMessage(MessageParts message, milliseconds timeout) {
-  // The batch lands aligned in the ring, so the reader can hand out its columns in place.
-  const size_t align_at = message.empty() ? 0 : BatchStart(message[0]);
-  if (!results_) return ClassifyConsumerStop(input_->Push(message, timeout, align_at));
+Status PartitionFeed::WithDrain(const std::function<Status(milliseconds)>& attempt,
+                                milliseconds timeout) {
+  if (!results_) return ClassifyConsumerStop(attempt(timeout));
   auto deadline = Clock::now() + timeout;
   while (true) {
-    Status st = input_->Push(message, kDrainSlice, align_at);
+    Status st = attempt(kDrainSlice);
     if (st.code() != StatusCode::kDeadlineExceeded) return ClassifyConsumerStop(st);
     const uint64_t before = result_rows_;
     RETURN_NOT_OK(DrainResults(milliseconds{0}));
@@ -57,19 +58,49 @@ Status PartitionFeed::PushMessage(MessageParts message, milliseconds timeout) {
   }
 }
 
+Status PartitionFeed::PushMessage(MessageParts message, milliseconds timeout) {
+  // The batch lands aligned in the ring, so the reader can hand out its columns in place.
+  const size_t align_at = message.empty() ? 0 : BatchStart(message[0]);
+  return WithDrain([&](milliseconds t) { return input_->Push(message, t, align_at); }, timeout);
+}
+
+std::string PartitionFeed::TagFor() const {
+  if (results_ || feed_ == 0) return {};
+  return EncodeTag(BatchTag{feed_, partition_, rows_pushed_});
+}
+
 Status PartitionFeed::Push(MessageParts batch, milliseconds timeout) {
   if (batch.empty()) return Status::InvalidArgument("empty feed batch");
   ASSIGN_OR_RETURN(uint64_t rows, BatchRows(batch[0]));  // the header comes first
-  if (results_ || feed_ == 0) {
+  const std::string tag = TagFor();
+  if (tag.empty()) {
     RETURN_NOT_OK(PushMessage(batch, timeout));
   } else {
-    const std::string tag = EncodeTag(BatchTag{feed_, partition_, rows_pushed_});
     std::vector<std::string_view> tagged;
     tagged.reserve(batch.size() + 1);
     tagged.push_back(tag);
     tagged.insert(tagged.end(), batch.begin(), batch.end());
     RETURN_NOT_OK(PushMessage(tagged, timeout));
   }
+  rows_pushed_ += rows;
+  return Status::OK();
+}
+
+Status PartitionFeed::PushFilled(size_t size, const Fill& fill, milliseconds timeout) {
+  const std::string tag = TagFor();
+  RingReservation space;
+  RETURN_NOT_OK(WithDrain(
+      [&](milliseconds t) -> Status {
+        ASSIGN_OR_RETURN(space, input_->Reserve(tag.size() + size, t, tag.size()));
+        return Status::OK();
+      },
+      timeout));
+  const std::span<char> bytes = space.bytes();
+  if (!tag.empty()) std::memcpy(bytes.data(), tag.data(), tag.size());
+  const std::span<char> batch = bytes.subspan(tag.size());
+  RETURN_NOT_OK(fill(batch));  // on error, `space` is given up as it goes
+  ASSIGN_OR_RETURN(uint64_t rows, BatchRows(std::string_view(batch.data(), batch.size())));
+  RETURN_NOT_OK(ClassifyConsumerStop(space.Commit()));
   rows_pushed_ += rows;
   return Status::OK();
 }

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -37,6 +39,13 @@ class PartitionFeed {
   Status Push(std::string_view batch, std::chrono::milliseconds timeout) {
     return Push(MessageParts(&batch, 1), timeout);
   }
+  // Writes `into` in full, or fails.
+  using Fill = std::function<Status(std::span<char> into)>;
+  // The same for a batch of `size` bytes that `fill` writes straight into the
+  // ring (a frame read from a socket): the batch is not copied on the way. The
+  // consumer waits for it while `fill` runs. A batch that `fill` fails to
+  // write, or writes malformed, is given up (the consumer never sees it).
+  Status PushFilled(size_t size, const Fill& fill, std::chrono::milliseconds timeout);
   // Train: detaches. Inference: sends the end marker and waits until a result
   // arrived for every row (at most `timeout` between results).
   Status Finish(std::chrono::milliseconds timeout);
@@ -51,6 +60,12 @@ class PartitionFeed {
                 int64_t partition)
       : input_(std::move(input)), results_(std::move(results)), feed_(feed), partition_(partition) {}
   Status PushMessage(MessageParts message, std::chrono::milliseconds timeout);
+  // The batch's tag (empty for untagged feeds) and its byte that rings align.
+  std::string TagFor() const;
+  // Calls attempt(slice) until it is not DeadlineExceeded: for inference, in slices
+  // that drain results between them, so that neither side blocks the other.
+  Status WithDrain(const std::function<Status(std::chrono::milliseconds)>& attempt,
+                   std::chrono::milliseconds timeout);
   // Takes the results that are ready (waits up to `wait` for the first).
   Status DrainResults(std::chrono::milliseconds wait);
 

@@ -19,12 +19,25 @@ namespace sparktf::feed {
 namespace {
 
 constexpr uint64_t kRingMagic = 0x53544652494e4731ull;  // "STFRING1"
-constexpr uint32_t kRingVersion = 2;
+constexpr uint32_t kRingVersion = 3;
 // Words that stand where a message's length would: wrap to offset 0, or skip
 // the (low 32 bits) bytes of padding that place the next message aligned.
 constexpr uint64_t kWrapMarker = ~uint64_t{0};
 constexpr uint64_t kPadMarker = 0xFFFFFFFF00000000ull;
 bool IsPad(uint64_t word) { return word != kWrapMarker && (word & kPadMarker) == kPadMarker; }
+// A message's length word is its length (below 2^40), or, while its producer
+// writes it (Ring::Reserve), kPendingFlag | writer pid << 40 | length. A
+// pending word with pid 0 is a message given up: the consumer skips it.
+constexpr int kLengthBits = 40;
+constexpr uint64_t kLengthMask = (uint64_t{1} << kLengthBits) - 1;
+constexpr uint64_t kPendingFlag = uint64_t{1} << 62;
+constexpr uint64_t kMaxRingCapacity = uint64_t{1} << kLengthBits;
+uint64_t PendingWord(int pid, uint64_t len) {
+  return kPendingFlag | static_cast<uint64_t>(pid) << kLengthBits | len;
+}
+int PendingWriter(uint64_t word) {
+  return static_cast<int>((word & ~kPendingFlag) >> kLengthBits);
+}
 using Clock = std::chrono::steady_clock;
 
 size_t Pad8(size_t n) { return (n + 7) & ~size_t{7}; }
@@ -270,6 +283,10 @@ Result<std::unique_ptr<Ring>> Ring::Create(const std::string& name, size_t capac
   if (name.size() < 2 || name[0] != '/' || name.find('/', 1) != std::string::npos) {
     return Status::InvalidArgument("ring name must look like /name, got '" + name + "'");
   }
+  if (capacity > kMaxRingCapacity) {
+    return Status::InvalidArgument("ring capacity " + std::to_string(capacity) +
+                                   " exceeds the limit of 1 TiB");
+  }
   capacity = RoundToPage(std::max<size_t>(capacity, 4096));
   int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) return Status::FromErrno("create ring " + name, errno);
@@ -395,22 +412,10 @@ void Ring::WaitSlice(bool for_space, Clock::time_point deadline) const {
 
 size_t Ring::capacity() const { return h_->capacity; }
 
-Status Ring::Push(MessageParts message, std::chrono::milliseconds timeout, size_t align_at) {
+Status Ring::ReserveLocked(uint64_t len, std::chrono::milliseconds timeout, size_t align_at,
+                           uint64_t* at) {
   const uint64_t cap = h_->capacity;
-  uint64_t len = 0;
-  for (std::string_view part : message) len += part.size();
   const uint64_t need = 8 + Pad8(len);
-  if (need > max_message()) {
-    return Status::InvalidArgument("a message of " + std::to_string(len) +
-                                   " bytes does not fit ring " + name_ + " of " +
-                                   std::to_string(cap) + " bytes (at most " +
-                                   std::to_string(max_message() - 8) +
-                                   "; lower the batch size or enlarge the ring)");
-  }
-  if (align_at % 8 != 0) {
-    return Status::InvalidArgument("ring alignment offset " + std::to_string(align_at) +
-                                   " is not a multiple of 8");
-  }
   // Padding before a message that lands at ring offset `pos` (the data area
   // starts 64-aligned, so offsets and addresses agree modulo kPopAlign).
   auto pad_at = [align_at](uint64_t pos) -> uint64_t {
@@ -418,7 +423,6 @@ Status Ring::Push(MessageParts message, std::chrono::milliseconds timeout, size_
     return a ? kPopAlign - a : 0;
   };
   const auto deadline = Clock::now() + timeout;
-  RETURN_NOT_OK(Lock());
   while (true) {
     if (h_->consumer_closed) {
       std::string reason(h_->reason, strnlen(h_->reason, sizeof(h_->reason)));
@@ -442,18 +446,8 @@ Status Ring::Push(MessageParts message, std::chrono::milliseconds timeout, size_
         std::memcpy(data_ + h_->head % cap, &word, 8);
         h_->head += pad;
       }
-      const uint64_t at = h_->head % cap;
-      std::memcpy(data_ + at, &len, 8);
-      char* to = data_ + at + 8;
-      for (std::string_view part : message) {
-        if (!part.empty()) std::memcpy(to, part.data(), part.size());
-        to += part.size();
-      }
+      *at = h_->head % cap;
       h_->head += need;
-      ++h_->messages_pushed;
-      h_->bytes_pushed += len;
-      ::pthread_cond_signal(&h_->not_empty);
-      Unlock();
       return Status::OK();
     }
     if (!Alive(h_->consumer_pid)) {
@@ -474,6 +468,102 @@ Status Ring::Push(MessageParts message, std::chrono::milliseconds timeout, size_
   }
 }
 
+Status Ring::CheckMessage(uint64_t len, size_t align_at) const {
+  if (8 + Pad8(len) > max_message()) {
+    return Status::InvalidArgument("a message of " + std::to_string(len) +
+                                   " bytes does not fit ring " + name_ + " of " +
+                                   std::to_string(capacity()) + " bytes (at most " +
+                                   std::to_string(max_message() - 8) +
+                                   "; lower the batch size or enlarge the ring)");
+  }
+  if (align_at % 8 != 0) {
+    return Status::InvalidArgument("ring alignment offset " + std::to_string(align_at) +
+                                   " is not a multiple of 8");
+  }
+  return Status::OK();
+}
+
+Status Ring::Push(MessageParts message, std::chrono::milliseconds timeout, size_t align_at) {
+  uint64_t len = 0;
+  for (std::string_view part : message) len += part.size();
+  auto copy_to = [&message](char* to) {
+    for (std::string_view part : message) {
+      if (!part.empty()) std::memcpy(to, part.data(), part.size());
+      to += part.size();
+    }
+  };
+  if (!owner_) {  // copied outside the lock: the consumer and other producers go on meanwhile
+    ASSIGN_OR_RETURN(RingReservation space, Reserve(len, timeout, align_at));
+    copy_to(space.bytes().data());
+    return space.Commit();
+  }
+  RETURN_NOT_OK(CheckMessage(len, align_at));
+  RETURN_NOT_OK(Lock());
+  uint64_t at;
+  RETURN_NOT_OK(ReserveLocked(len, timeout, align_at, &at));
+  std::memcpy(data_ + at, &len, 8);
+  copy_to(data_ + at + 8);
+  ++h_->messages_pushed;
+  h_->bytes_pushed += len;
+  ::pthread_cond_signal(&h_->not_empty);
+  Unlock();
+  return Status::OK();
+}
+
+Result<RingReservation> Ring::Reserve(uint64_t len, std::chrono::milliseconds timeout,
+                                      size_t align_at) {
+  if (owner_) {
+    return Status::InvalidArgument("ring " + name_ + ": its consumer cannot reserve space");
+  }
+  RETURN_NOT_OK(CheckMessage(len, align_at));
+  RETURN_NOT_OK(Lock());
+  uint64_t at;
+  RETURN_NOT_OK(ReserveLocked(len, timeout, align_at, &at));
+  const uint64_t pending = PendingWord(::getpid(), len);
+  std::memcpy(data_ + at, &pending, 8);
+  Unlock();
+  return RingReservation(this, at, len, data_ + at + 8);
+}
+
+RingReservation& RingReservation::operator=(RingReservation&& other) noexcept {
+  if (this != &other) {
+    Abandon();
+    ring_ = std::exchange(other.ring_, nullptr);
+    at_ = other.at_;
+    len_ = other.len_;
+    data_ = other.data_;
+  }
+  return *this;
+}
+
+Status RingReservation::Commit() {
+  if (!ring_) return Status::Internal("ring reservation already committed or given up");
+  return Finish(true);
+}
+
+void RingReservation::Abandon() {
+  if (ring_) (void)Finish(false);
+}
+
+Status RingReservation::Finish(bool commit) {
+  Ring* ring = std::exchange(ring_, nullptr);
+  Ring::Header* h = ring->h_;
+  // The lock orders the message's bytes before its length word for the consumer.
+  RETURN_NOT_OK(ring->Lock());
+  const uint64_t word = commit ? len_ : PendingWord(0, len_);
+  std::memcpy(ring->data_ + at_, &word, 8);
+  if (commit) {
+    ++h->messages_pushed;
+    h->bytes_pushed += len_;
+  }
+  ::pthread_cond_signal(&h->not_empty);
+  std::string reason;
+  if (h->consumer_closed) reason.assign(h->reason, strnlen(h->reason, sizeof(h->reason)));
+  ring->Unlock();
+  if (commit && !reason.empty()) return Status::Aborted("ring " + ring->name_ + ": " + reason);
+  return Status::OK();
+}
+
 Status Ring::Take(std::chrono::milliseconds timeout, const char** message, uint64_t* len,
                   uint64_t* begin, uint64_t* end) {
   const uint64_t cap = h_->capacity;
@@ -482,6 +572,7 @@ Status Ring::Take(std::chrono::milliseconds timeout, const char** message, uint6
   RETURN_NOT_OK(Lock());
   *begin = r.read;
   while (true) {
+    bool pending = false;  // the next message is still being written
     if (h_->head != r.read) {
       const uint64_t at = r.read % cap;
       uint64_t word;
@@ -499,21 +590,36 @@ Status Ring::Take(std::chrono::milliseconds timeout, const char** message, uint6
         r.read += pad;
         continue;
       }
-      if (word > max_message() || at + 8 + word > cap) {
+      const uint64_t length = word & kLengthMask;
+      if ((word >> 63) != 0 || 8 + Pad8(length) > max_message() || at + 8 + length > cap) {
         Unlock();
         return Status::DataLoss("ring " + name_ + " is corrupt at byte " + std::to_string(at));
       }
-      // The message stays put until its space is released: only this (single)
-      // consumer moves `tail`, and producers write only past `head`.
-      ++h_->messages_popped;
-      Unlock();
-      *message = data_ + at + 8;
-      *len = word;
-      r.read += 8 + Pad8(word);
-      *end = r.read;
-      return Status::OK();
+      if (word & kPendingFlag) {
+        const int writer = PendingWriter(word);
+        if (writer != 0 && !Alive(writer)) {  // it died writing: skip what it left
+          const uint64_t abandoned = kPendingFlag | length;
+          std::memcpy(data_ + at, &abandoned, 8);
+          continue;
+        }
+        if (writer == 0) {  // abandoned: its space is released with what follows
+          r.read += 8 + Pad8(length);
+          continue;
+        }
+        pending = true;
+      } else {
+        // The message stays put until its space is released: only this (single)
+        // consumer moves `tail`, and producers write only past `head`.
+        ++h_->messages_popped;
+        Unlock();
+        *message = data_ + at + 8;
+        *len = length;
+        r.read += 8 + Pad8(length);
+        *end = r.read;
+        return Status::OK();
+      }
     }
-    if (h_->input_closed) {
+    if (h_->input_closed && !pending) {
       Unlock();
       return Status::OutOfRange("ring " + name_ + " closed and drained");
     }

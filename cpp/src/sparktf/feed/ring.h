@@ -8,8 +8,10 @@
 // consumer's death (Aborted, and it unlinks the orphaned segment), a consumer
 // sees a producer that died while attached (Aborted: its data is incomplete).
 // A process-shared robust mutex guards the header, so a peer dying while
-// holding it does not wedge the ring. Messages are copied in whole; the
-// consumer takes them out as copies (Pop) or in place (PopHeld).
+// holding it does not wedge the ring. A producer reserves a message's space
+// under the lock and writes it outside (Push copies; Reserve hands the space
+// to the caller, to receive into); the consumer takes messages out as copies
+// (Pop) or in place (PopHeld), in the order they were reserved.
 #pragma once
 
 #include <chrono>
@@ -17,6 +19,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sparktf/common/result.h"
@@ -41,6 +44,40 @@ struct HeldMessage {
   std::shared_ptr<const void> owner;
   std::string_view bytes;
   bool in_place = false;
+};
+
+class Ring;
+
+// Space for one message that a producer reserved (Ring::Reserve) and writes
+// outside the ring's lock. The consumer reads every message before it, then
+// waits for it: fill it promptly, then Commit. Dropped or abandoned before
+// its commit, it is skipped by the consumer. Must not outlive its Ring; one
+// thread at a time.
+class RingReservation {
+ public:
+  RingReservation() = default;
+  RingReservation(RingReservation&& other) noexcept { *this = std::move(other); }
+  RingReservation& operator=(RingReservation&& other) noexcept;
+  ~RingReservation() { Abandon(); }
+
+  // The message's bytes, to be written in full before Commit.
+  std::span<char> bytes() const { return {data_, static_cast<size_t>(len_)}; }
+  // Publishes the message. Aborted if the consumer closed or died meanwhile
+  // (the message is published all the same, and will not be read).
+  Status Commit();
+  // Gives the space up: the consumer skips it. No-op once committed.
+  void Abandon();
+
+ private:
+  friend class Ring;
+  RingReservation(Ring* ring, uint64_t at, uint64_t len, char* data)
+      : ring_(ring), at_(at), len_(len), data_(data) {}
+  // Writes the final length word of the message (Commit, Abandon).
+  Status Finish(bool commit);
+  Ring* ring_ = nullptr;  // null once committed or abandoned
+  uint64_t at_ = 0;       // ring offset of the length word
+  uint64_t len_ = 0;
+  char* data_ = nullptr;
 };
 
 struct RingStats {
@@ -79,6 +116,13 @@ class Ring {
               size_t align_at = 0) {
     return Push(MessageParts(&message, 1), timeout, align_at);
   }
+  // Producer: reserves space for one message of `len` bytes, placed and
+  // waited for as Push's, for the caller to write (a frame received from a
+  // socket straight into the ring, say). Errors as Push's; InvalidArgument
+  // on the ring's creator, whose Push copies under the lock (so that moving
+  // held messages out, PopHeld, never races a write through its mapping).
+  Result<RingReservation> Reserve(uint64_t len, std::chrono::milliseconds timeout,
+                                  size_t align_at = 0);
   // Consumer: takes the next message into *out, waiting while empty. One
   // thread at a time (the copy runs outside the lock).
   // OutOfRange once input is closed and the ring is drained; Aborted if a
@@ -124,6 +168,15 @@ class Ring {
 
  private:
   friend struct RingTestPeer;  // ring_test.cc: holds the lock in a process it then kills
+  friend class RingReservation;
+  // With the lock held: waits for room and reserves it for a message of `len`
+  // bytes; on success, the lock is still held and *at is the ring offset of
+  // its length word (the space is the ring's from *at to head). On error the
+  // lock is released.
+  Status ReserveLocked(uint64_t len, std::chrono::milliseconds timeout, size_t align_at,
+                       uint64_t* at);
+  // InvalidArgument for a message that can never fit, or a bad align_at.
+  Status CheckMessage(uint64_t len, size_t align_at) const;
   Ring(std::string name, void* base, size_t mapped, bool owner);
   Status Lock() const;
   void Unlock() const;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <thread>
@@ -175,6 +176,98 @@ TEST(RingTest, KilledProducerIsNoticedByTheConsumer) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
   ring.reset();
   EXPECT_FALSE(SegmentExists(name));
+}
+
+TEST(RingTest, ReservedSpaceIsReadInReservationOrderOnceCommitted) {
+  const std::string name = UniqueName("reserve");
+  auto ring = std::move(Ring::Create(name, 1 << 16)).ValueOrDie();
+  auto a = std::move(Ring::Attach(name)).ValueOrDie();
+  auto b = std::move(Ring::Attach(name)).ValueOrDie();
+  EXPECT_EQ(ring->Reserve(8, 1s).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(a->Reserve(30000, 1s).status().code(), StatusCode::kInvalidArgument);
+  auto first = std::move(a->Reserve(5, 1s)).ValueOrDie();
+  ASSERT_EQ(first.bytes().size(), 5u);
+  ASSERT_TRUE(b->Push("second", 1s).ok());  // pushed while the first is being written
+  b->CloseInput();
+  std::string got;
+  // The reader waits for the first rather than skip it, closed input or not.
+  EXPECT_EQ(ring->Pop(&got, 300ms).code(), StatusCode::kDeadlineExceeded);
+  std::memcpy(first.bytes().data(), "first", 5);
+  ASSERT_TRUE(first.Commit().ok());
+  EXPECT_EQ(first.Commit().code(), StatusCode::kInternal);
+  ASSERT_TRUE(ring->Pop(&got, 1s).ok());
+  EXPECT_EQ(got, "first");
+  ASSERT_TRUE(ring->Pop(&got, 1s).ok());
+  EXPECT_EQ(got, "second");
+  EXPECT_EQ(ring->Pop(&got, 1s).code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(ring->stats().messages_pushed, 2u);
+}
+
+TEST(RingTest, AbandonedSpaceIsSkippedAndReturnsToProducers) {
+  const std::string name = UniqueName("abandon");
+  auto ring = std::move(Ring::Create(name, 4096)).ValueOrDie();
+  auto producer = std::move(Ring::Attach(name)).ValueOrDie();
+  std::string got;
+  // Many times round the ring: abandoned space must come back, or pushes would block.
+  for (int i = 0; i < 200; ++i) {
+    {
+      auto dropped = std::move(producer->Reserve(700, 1s)).ValueOrDie();
+      std::memset(dropped.bytes().data(), 'x', 700);
+      if (i % 2) dropped.Abandon();  // else its destructor gives it up
+    }
+    auto moved = std::move(producer->Reserve(3, 1s)).ValueOrDie();
+    RingReservation kept = std::move(moved);
+    std::memcpy(kept.bytes().data(), "abc", 3);
+    ASSERT_TRUE(kept.Commit().ok());
+    moved.Abandon();  // moved from: nothing to give up
+    ASSERT_TRUE(producer->Push(std::to_string(i), 1s).ok()) << i;
+    ASSERT_TRUE(ring->Pop(&got, 1s).ok());
+    ASSERT_EQ(got, "abc");
+    ASSERT_TRUE(ring->Pop(&got, 1s).ok());
+    ASSERT_EQ(got, std::to_string(i));
+  }
+  // Space reserved before the consumer closes: committing it says so.
+  auto open = std::move(producer->Reserve(3, 1s)).ValueOrDie();
+  ring->CloseConsumer("done");
+  Status st = open.Commit();
+  EXPECT_EQ(st.code(), StatusCode::kAborted);
+  EXPECT_NE(st.message().find("done"), std::string::npos);
+  EXPECT_EQ(producer->Reserve(3, 1s).status().code(), StatusCode::kAborted);
+}
+
+TEST(RingTest, AProducerKilledWhileWritingReservedSpaceIsSkipped) {
+  const std::string name = UniqueName("deadwriter");
+  auto ring = std::move(Ring::Create(name, 1 << 16)).ValueOrDie();
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    auto prod = Ring::Attach(name);
+    if (!prod.ok()) ::_exit(2);
+    auto space = (*prod)->Reserve(100, 1s);
+    if (!space.ok()) ::_exit(3);
+    (void)!::write(ready[1], "r", 1);
+    ::pause();  // killed while "writing"
+    ::_exit(0);
+  }
+  char c;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  auto other = std::move(Ring::Attach(name)).ValueOrDie();
+  ASSERT_TRUE(other->Push("after", 1s).ok());
+  std::string got;
+  EXPECT_EQ(ring->Pop(&got, 300ms).code(), StatusCode::kDeadlineExceeded);
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  ASSERT_TRUE(ring->Pop(&got, 2s).ok());  // the dead writer's space skipped
+  EXPECT_EQ(got, "after");
+  Status st = ring->Pop(&got, 2s);  // and its death reported
+  EXPECT_EQ(st.code(), StatusCode::kAborted) << st.ToString();
+  EXPECT_NE(st.message().find("died while feeding"), std::string::npos);
+  ASSERT_TRUE(other->Push("still", 1s).ok());
+  ASSERT_TRUE(ring->Pop(&got, 2s).ok());
+  EXPECT_EQ(got, "still");
+  ::close(ready[0]);
+  ::close(ready[1]);
 }
 
 }  // namespace

@@ -273,19 +273,25 @@ Status FeedServer::Session(Connection& conn, bool local) {
     return Status::OK();
   };
   while (true) {
-    // The batch goes from the connection's buffer into the ring (one copy, no other).
-    ASSIGN_OR_RETURN(FrameView f, conn.ReceiveView(o_.timeout));
-    if (f.type == MessageType::kFeedData) {
-      RETURN_NOT_OK(feed->Push(f.payload, o_.timeout));
+    ASSIGN_OR_RETURN(cluster::FrameHeader h, conn.ReceiveHeader(o_.timeout));
+    if (h.type == MessageType::kFeedData) {
+      // The batch is received from the socket straight into the ring.
+      const milliseconds stall = std::min(o_.timeout, kMidFrameTimeout);
+      RETURN_NOT_OK(feed->PushFilled(
+          h.payload_size, [&](std::span<char> into) { return conn.ReadPayload(into, stall); },
+          o_.timeout));
       RETURN_NOT_OK(forward());
-    } else if (f.type == MessageType::kFeedEnd) {
+      continue;
+    }
+    std::string payload(h.payload_size, '\0');
+    RETURN_NOT_OK(conn.ReadPayload({payload.data(), payload.size()}, o_.timeout));
+    if (h.type == MessageType::kFeedEnd) {
       RETURN_NOT_OK(feed->Finish(o_.timeout));
       RETURN_NOT_OK(forward());
       return conn.Send(MessageType::kFeedDone,
                        json{{"rows", feed->rows_pushed()}, {"results", feed->result_rows()}}.dump());
-    } else {
-      return Status::InvalidArgument("unexpected " + std::string(MessageTypeName(f.type)));
     }
+    return Status::InvalidArgument("unexpected " + std::string(MessageTypeName(h.type)));
   }
 }
 

@@ -26,6 +26,11 @@
 namespace sparktf::node {
 
 constexpr std::chrono::milliseconds kDefaultFeedTimeout{600000};
+// The agent receives a remote batch straight into the ring, where the node's reader
+// waits for it before the batches reserved after it: a remote task that sends nothing
+// for this long inside a frame (at most the feed timeout) fails, and its batch is
+// given up, so that it cannot hold up the node's other feeds for long.
+constexpr std::chrono::milliseconds kMidFrameTimeout{30000};
 
 // "/sparktf-<cluster_id>-<executor_id>-<queue>". InvalidArgument unless the
 // cluster id and queue name are [A-Za-z0-9_]+.

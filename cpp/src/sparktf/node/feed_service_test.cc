@@ -177,6 +177,43 @@ TEST_P(FeedServiceTest, ConsumerFailureReachesABlockedFeedingTaskWithin100Ms) {
       << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
 }
 
+// A remote task that dies in the middle of a frame (the agent receives frames straight
+// into the ring): its half-written batch is never seen, and other tasks' rows go on.
+class RemoteFeedTest : public FeedServiceTest {};  // TCP only: local tasks push themselves
+
+TEST_P(RemoteFeedTest, ARemoteTaskThatDiesMidFrameLeavesNoPartialBatch) {
+  feed::FeedReader reader(std::move(feed::Ring::Create(Ring("input"), 1 << 20)).ValueOrDie(),
+                          nullptr);
+  {
+    auto conn = std::move(cluster::Connection::Open(target_.address, "secret", 5s)).ValueOrDie();
+    auto ready = conn.Call(cluster::MessageType::kFeedOpen,
+                           R"({"qname": "input", "feed": 9, "partition": 0})",
+                           cluster::MessageType::kFeedReady, 5s);
+    ASSERT_TRUE(ready.ok()) << ready.status().ToString();
+    const std::string batch = Ints(1000, 100);
+    char header[cluster::kFrameHeaderSize];
+    cluster::EncodeFrameHeader(cluster::MessageType::kFeedData,
+                               static_cast<uint32_t>(batch.size()), header);
+    ASSERT_TRUE(WriteAll(conn.fd(), std::string_view(header, sizeof(header))).ok());
+    ASSERT_TRUE(WriteAll(conn.fd(), std::string_view(batch).substr(0, batch.size() / 2)).ok());
+    std::this_thread::sleep_for(200ms);  // the agent is inside the frame
+  }  // the connection closes mid-payload
+  auto other = std::move(FeedSession::Open(target_, "secret", "input", 9, 1, false, 5s)).ValueOrDie();
+  for (int i = 0; i < 50; i += 10) ASSERT_TRUE(other->Push(Ints(i, 10)).ok());
+  ASSERT_TRUE(other->Finish().ok());
+  ASSERT_TRUE(CloseFeed(target_, "secret", "input", 5s).ok());
+  std::vector<int64_t> got;
+  while (true) {
+    auto b = reader.Next(16, false, 5s);
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    if (!*b) break;
+    for (int64_t v : Values(**b)) got.push_back(v);
+  }
+  std::vector<int64_t> want(50);
+  for (int i = 0; i < 50; ++i) want[i] = i;
+  EXPECT_EQ(got, want);
+}
+
 TEST_P(FeedServiceTest, WrongTokenAndBadQueueAreRefused) {
   EXPECT_EQ(FeedSession::Open(target_, "wrong", "input", 0, 0, false, 2s).status().code(),
             StatusCode::kUnauthenticated);
@@ -223,6 +260,7 @@ TEST(AgentFramesTest, ReadsWhatTheCoordinatorAsksAndNothingElse) {
 
 INSTANTIATE_TEST_SUITE_P(Transports, FeedServiceTest, ::testing::Values(true, false),
                          [](const auto& info) { return info.param ? "Local" : "Tcp"; });
+INSTANTIATE_TEST_SUITE_P(Tcp, RemoteFeedTest, ::testing::Values(false));
 
 }  // namespace
 }  // namespace sparktf::node
