@@ -113,8 +113,10 @@ Status FrameDecoder::Next(Frame* frame, bool* have) {
   return Status::OK();
 }
 
-Status FrameDecoder::CheckHeader(uint16_t* type, uint32_t* len) {
+Status FrameDecoder::PeekHeader(uint16_t* type, uint32_t* len, bool* have) {
+  *have = false;
   if (!error_.ok()) return error_;
+  if (buffered() < kFrameHeaderSize) return Status::OK();
   const char* h = buf_.get() + begin_;
   uint32_t magic;
   uint16_t version;
@@ -133,16 +135,16 @@ Status FrameDecoder::CheckHeader(uint16_t* type, uint32_t* len) {
                                        " bytes exceeds the limit of " +
                                        std::to_string(max_frame_size_));
   }
+  *have = error_.ok();
   return error_;
 }
 
 Status FrameDecoder::NextView(FrameView* frame, bool* have) {
-  *have = false;
-  if (!error_.ok()) return error_;
-  if (buffered() < kFrameHeaderSize) return Status::OK();
   uint16_t type;
   uint32_t len;
-  RETURN_NOT_OK(CheckHeader(&type, &len));
+  RETURN_NOT_OK(PeekHeader(&type, &len, have));
+  if (!*have) return Status::OK();
+  *have = false;
   if (buffered() < kFrameHeaderSize + len) return Status::OK();
   frame->type = static_cast<MessageType>(type);
   frame->payload = std::string_view(buf_.get() + begin_ + kFrameHeaderSize, len);
@@ -154,17 +156,14 @@ Status FrameDecoder::NextView(FrameView* frame, bool* have) {
 }
 
 Status FrameDecoder::NextHeader(FrameHeader* header, bool* have) {
-  *have = false;
-  if (!error_.ok()) return error_;
-  if (buffered() < kFrameHeaderSize) return Status::OK();
   uint16_t type;
   uint32_t len;
-  RETURN_NOT_OK(CheckHeader(&type, &len));
+  RETURN_NOT_OK(PeekHeader(&type, &len, have));
+  if (!*have) return Status::OK();
   header->type = static_cast<MessageType>(type);
   header->payload_size = len;
   begin_ += kFrameHeaderSize;
   if (begin_ == end_) begin_ = end_ = 0;
-  *have = true;
   return Status::OK();
 }
 

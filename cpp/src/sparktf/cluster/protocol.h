@@ -117,8 +117,9 @@ class FrameDecoder {
   size_t buffered() const { return end_ - begin_; }
 
  private:
-  // Checks the header at begin_; its payload size in *len.
-  Status CheckHeader(uint16_t* type, uint32_t* len);
+  // The header at begin_, checked (errors are sticky): *have = false while fewer than
+  // its 12 bytes are buffered.
+  Status PeekHeader(uint16_t* type, uint32_t* len, bool* have);
   std::unique_ptr<char[]> buf_;  // bytes [begin_, end_) are buffered
   size_t capacity_ = 0, begin_ = 0, end_ = 0;
   size_t max_frame_size_;
