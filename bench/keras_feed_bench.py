@@ -27,18 +27,36 @@ moves itself to CPU 0 before it builds the model.
 
 With --tf-threads N, both sides set TensorFlow's intra-op threads to N.
 
+The JVM feeder's tasks yield to training while they feed (docs/architecture.md, "Feeding
+beside training"): their threads and their JVMs' JIT compilers at SCHED_BATCH. The run
+checks that every partition was fed so (train()'s yielded_partitions) and reports the
+policies the executor JVMs' compiler and task threads were seen at (looked at every
+0.25 s). With --compare-sched, each round also runs sparktf with SPARKTF_FEEDER_SCHED=normal
+(nothing yields), side by side.
+
+With --executors-idle [REGEX] (an experiment; it needs root, CAP_SYS_NICE): while sparktf's
+side runs, every thread of the executor JVMs whose name (/proc/TID/comm, 15 characters)
+matches REGEX (all threads when it is left out) is moved to SCHED_IDLE every 0.3 s (it runs
+only on a core no other thread wants; with --executors-policy batch, to SCHED_BATCH instead:
+a fair share, but it does not preempt a running thread when it wakes) and the node's TF
+process is kept at SCHED_OTHER (a process started from an idle thread inherits SCHED_IDLE,
+and only CAP_SYS_NICE may leave it). This asks whether the executors' CPU, not the feed's
+design, is what training loses on shared cores.
+
 CPU in the timed span: every process on the machine is sampled (/proc/PID/stat, every
 0.1 s) while a side runs; the CPU time each used between the samples nearest the span's
 start and end, over the span, is reported in cores by kind (the trainer, the executor
 JVMs, the node agent, ...), so the gap on shared cores is accounted for, not guessed.
 
 Usage: .venv/bin/python bench/keras_feed_bench.py [--rows 120000] [--rounds 3] [--pin]
-       [--tf-threads N]
+       [--tf-threads N] [--epochs N] [--compare-sched]
+       [--executors-idle [REGEX]] [--executors-policy idle|batch]
 """
 
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -46,6 +64,7 @@ import tempfile
 import threading
 import time
 
+NO_YIELD = "sparktf, SPARKTF_FEEDER_SCHED=normal"
 BATCH = 256
 WARM_STEPS = 20
 WIDTH = 784
@@ -191,6 +210,102 @@ class StepTimer:
         return Timer()
 
 
+class ExecutorsIdle:
+    """--executors-idle: a daemon thread that moves the threads of the executor JVMs whose
+    names match `pattern` to `policy` ("idle" or "batch") and keeps the node's TF process
+    (python -m sparktf.node) at SCHED_OTHER, every 0.3 s until stop(); trainer_policies()
+    gives the policies its TF process's threads had at the last look."""
+
+    def __init__(self, pattern: str, policy: str):
+        self.pattern = re.compile(pattern)
+        self.policy = {"idle": os.SCHED_IDLE, "batch": os.SCHED_BATCH}[policy]
+        self.stopped, self.seen, self.trainer = threading.Event(), set(), {}
+        self.error = None
+        threading.Thread(target=self._loop, daemon=True).start()
+
+    def _loop(self):
+        while not self.stopped.is_set():
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    cmd = open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace")
+                    tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+                except OSError:
+                    continue
+                trainer = "sparktf.node" in cmd
+                if not trainer and "CoarseGrainedExecutorBackend" not in cmd:
+                    continue
+                for tid in tids:
+                    try:
+                        if trainer:
+                            if os.sched_getscheduler(tid) != os.SCHED_OTHER:
+                                os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
+                            self.trainer[tid] = os.sched_getscheduler(tid)
+                        elif tid not in self.seen and self._matches(pid, tid):
+                            os.sched_setscheduler(tid, self.policy, os.sched_param(0))
+                            self.seen.add(tid)
+                    except ProcessLookupError:
+                        continue
+                    except PermissionError as e:
+                        self.error = f"--executors-idle needs root (CAP_SYS_NICE): {e}"
+                        return
+            self.stopped.wait(0.3)
+
+    def _matches(self, pid: str, tid: int) -> bool:
+        try:
+            return bool(self.pattern.search(open(f"/proc/{pid}/task/{tid}/comm").read()))
+        except OSError:
+            return False
+
+    def stop(self):
+        self.stopped.set()
+
+    def trainer_policies(self) -> list:
+        return sorted(set(self.trainer.values()))
+
+
+class ExecutorPolicies:
+    """Every 0.25 s until stop(), the scheduling policy of each executor JVM thread named as
+    HotSpot's JIT compilers ("C1 CompilerThre", "C2 CompilerThre") or Spark's task threads
+    ("Executor task l"); shares() gives, per kind, the share of looks at each policy."""
+
+    KINDS = {"C1 CompilerThre": "compiler", "C2 CompilerThre": "compiler",
+             "Executor task l": "task"}
+    NAMES = {os.SCHED_OTHER: "SCHED_OTHER", os.SCHED_BATCH: "SCHED_BATCH",
+             os.SCHED_IDLE: "SCHED_IDLE"}
+
+    def __init__(self):
+        self.looks = {"compiler": {}, "task": {}}
+        self.stopped = threading.Event()
+        threading.Thread(target=self._loop, daemon=True).start()
+
+    def _loop(self):
+        while not self.stopped.is_set():
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    if b"CoarseGrainedExecutorBackend" not in open(f"/proc/{pid}/cmdline",
+                                                                   "rb").read():
+                        continue
+                    tids = os.listdir(f"/proc/{pid}/task")
+                except OSError:
+                    continue
+                for tid in tids:
+                    try:
+                        kind = self.KINDS.get(open(f"/proc/{pid}/task/{tid}/comm").read()[:15])
+                        if kind:
+                            name = self.NAMES.get(os.sched_getscheduler(int(tid)), "other")
+                            self.looks[kind][name] = self.looks[kind].get(name, 0) + 1
+                    except OSError:
+                        continue
+            self.stopped.wait(0.25)
+
+    def stop(self):
+        self.stopped.set()
+
+    def shares(self) -> dict:
+        return {kind: {p: round(n / sum(seen.values()), 3) for p, n in sorted(seen.items())}
+                for kind, seen in self.looks.items() if seen}
+
+
 def pin_process(cpu: int) -> None:
     """Moves every thread of this process to `cpu` (threads made later inherit it)."""
     for tid in os.listdir("/proc/self/task"):
@@ -256,12 +371,15 @@ def run_cache_read(rows: int, pin: bool, tf_threads: int, epochs: int) -> dict:
     return {"rows_per_s": statistics.median(rates)}
 
 
-def run_sparktf(rows: int, pin: bool, tf_threads: int, epochs: int) -> dict:
+def run_sparktf(rows: int, pin: bool, tf_threads: int, epochs: int,
+                executors_idle: str | None = None, executors_policy: str = "idle") -> dict:
     if pin:  # inherited by the JVMs, the Python workers and the node's agent
         pin_process(1)
     from sparktf import TFCluster
 
-    sampler = CpuSampler()
+    idler = (ExecutorsIdle(executors_idle, executors_policy) if executors_idle is not None
+             else None)
+    sampler, policies = CpuSampler(), ExecutorPolicies()
     spark, df = cached_df(rows)
     out = tempfile.mkdtemp()
     cluster = TFCluster.run(spark.sparkContext, node_fun,
@@ -272,9 +390,20 @@ def run_sparktf(rows: int, pin: bool, tf_threads: int, epochs: int) -> dict:
     spark.stop()
     # the JVM feeder, reading the cached DataFrame from Spark's column buffers
     assert stats["feeder"] == "jvm" and stats["cache_partitions"] == PARTITIONS * epochs, stats
+    yielding = os.environ.get("SPARKTF_FEEDER_SCHED", "batch") == "batch"
+    assert stats["yielded_partitions"] == (PARTITIONS * epochs if yielding else 0), stats
     sampler.stop()
+    policies.stop()
     result = json.load(open(os.path.join(out, "result.json")))
     result["cpu"] = sampler.cores(*result["span"], process_kind(result["trainer_pid"]))
+    result["executor_policies"] = policies.shares()
+    if idler is not None:
+        idler.stop()
+        if idler.error:
+            raise RuntimeError(idler.error)
+        result["executors_idle"] = len(idler.seen)
+        result["trainer_policies"] = idler.trainer_policies()
+        assert idler.seen and idler.trainer_policies() == [os.SCHED_OTHER], result
     return result
 
 
@@ -299,10 +428,14 @@ def run_memory(rows: int, pin: bool, tf_threads: int, epochs: int) -> dict:
             "cpu": sampler.cores(timer.wall_warm, timer.wall_end, process_kind(os.getpid()))}
 
 
-def run(side: str, rows: int, pin: bool, tf_threads: int, epochs: int) -> dict:
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+def run(side: str, rows: int, pin: bool, tf_threads: int, epochs: int,
+        executors_idle: str | None = None, executors_policy: str = "idle",
+        feeder_sched: str = "batch") -> dict:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", SPARKTF_FEEDER_SCHED=feeder_sched)
     cmd = [sys.executable, os.path.abspath(__file__), "--side", side, "--rows", str(rows),
            "--tf-threads", str(tf_threads), "--epochs", str(epochs)]
+    if executors_idle is not None and side == "sparktf":
+        cmd += ["--executors-idle", executors_idle, "--executors-policy", executors_policy]
     p = subprocess.run(cmd + (["--pin"] if pin else []), capture_output=True, text=True, env=env,
                        cwd=tempfile.gettempdir(), timeout=1800)
     for line in p.stdout.splitlines():
@@ -321,22 +454,39 @@ def main():
                     help="TensorFlow's intra-op threads on both sides (0: its default)")
     ap.add_argument("--epochs", type=int, default=1,
                     help="epochs of the rows, on both sides, in one fit (a longer timed span)")
+    ap.add_argument("--executors-idle", nargs="?", const=".", metavar="REGEX",
+                    help="an experiment (root): the executor JVMs' threads whose names match "
+                    "REGEX (all by default) at SCHED_IDLE")
+    ap.add_argument("--executors-policy", choices=["idle", "batch"], default="idle",
+                    help="with --executors-idle: SCHED_IDLE or SCHED_BATCH")
+    ap.add_argument("--compare-sched", action="store_true",
+                    help="also sparktf with SPARKTF_FEEDER_SCHED=normal, in each round")
     ap.add_argument("--side", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.side:
         run_side = {"sparktf": run_sparktf, "memory": run_memory,
                     "cache-read": run_cache_read}[args.side]
-        result = run_side(args.rows, args.pin, args.tf_threads, args.epochs)
+        extra = ({} if args.executors_idle is None else
+                 {"executors_idle": args.executors_idle, "executors_policy": args.executors_policy})
+        result = run_side(args.rows, args.pin, args.tf_threads, args.epochs, **extra)
         print("RESULT " + json.dumps(result), flush=True)
         return
     got = {"sparktf": [], "memory": []}
+    if args.compare_sched:
+        got[NO_YIELD] = []
     for r in range(args.rounds):
-        for side in got:
-            got[side].append(run(side, args.rows, args.pin, args.tf_threads, args.epochs))
+        for arm in got:
+            side, sched = ("sparktf", "normal") if arm == NO_YIELD else (arm, "batch")
+            got[arm].append(run(side, args.rows, args.pin, args.tf_threads, args.epochs,
+                                args.executors_idle, args.executors_policy, sched))
         print(f"round {r + 1}: " + ", ".join(f"{k} {v[-1]['steps_per_s']:.1f} steps/s"
                                              for k, v in got.items()), flush=True)
         for k, v in got.items():
             print(f"  {k} CPU (cores): {v[-1]['cpu']}", flush=True)
+        for k in got:
+            if "executor_policies" in got[k][-1]:
+                print(f"  {k}: executor threads' policies (share of looks): "
+                      f"{got[k][-1]['executor_policies']}", flush=True)
         last = got["sparktf"][-1]
         print(f"  sparktf's feed messages: {last['reads']}; the feed's op in Next "
               f"{last['feed_busy']:.1%} of the span, beyond the prefetch {last['stall']:.1%}",
@@ -356,6 +506,9 @@ def main():
           f"{args.rounds} runs" + (", training on a core of its own (--pin)" if args.pin else
                                    ", all on the same 2 cores") +
           (f", TensorFlow with {args.tf_threads} intra-op thread(s)" if args.tf_threads else "") +
+          (f", the executor JVMs' threads matching {args.executors_idle!r} at "
+           f"SCHED_{args.executors_policy.upper()} (--executors-idle)"
+           if args.executors_idle is not None else "") +
           "\n"
           "| | steps/s (median) | min | max | input stall | feed op in Next |\n"
           "|---|---|---|---|---|---|\n"
@@ -365,8 +518,17 @@ def main():
           f"| from_tensor_slices, in memory | {rate['memory']:.1f} | "
           f"{min(x['steps_per_s'] for x in got['memory']):.1f} | "
           f"{max(x['steps_per_s'] for x in got['memory']):.1f} | | |\n"
+          + (f"| {NO_YIELD} | {rate[NO_YIELD]:.1f} | "
+             f"{min(x['steps_per_s'] for x in got[NO_YIELD]):.1f} | "
+             f"{max(x['steps_per_s'] for x in got[NO_YIELD]):.1f} | | |\n"
+             if NO_YIELD in got else "") +
           f"\nsparktf / in memory: **{rate['sparktf'] / rate['memory']:.2f}** (target 0.8); "
           "per run: " + ", ".join(f"{x:.2f}" for x in ratios) + "\n"
+          + (f"{NO_YIELD} / in memory: {rate[NO_YIELD] / rate['memory']:.2f}; per run: "
+             + ", ".join(f"{a['steps_per_s'] / b['steps_per_s']:.2f}"
+                         for a, b in zip(got[NO_YIELD], got["memory"]))
+             + f"; sparktf / {NO_YIELD}: {rate['sparktf'] / rate[NO_YIELD]:.2f}\n"
+             if NO_YIELD in got else "") +
           f"Spark's scan of the cache alone (toRdd().count()): {read:,.0f} rows/s "
           f"(median of {args.rounds} runs, each the median of 3 reads); at sparktf's "
           f"{rate['sparktf'] * BATCH:,.0f} rows/s that scan would take {read_cores:.2f} "

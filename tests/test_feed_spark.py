@@ -175,6 +175,8 @@ def test_train_from_dataframe_with_arrow(spark, tmp_path, feeder, clean_after):
     stats = cluster.train(df, feeder=feeder)
     cluster.shutdown(timeout=120)
     assert stats["rows"] == 3000 and stats["partitions"] == 3 and stats["feeder"] == feeder
+    # the JVM feeder's tasks yield to training by default (docs/architecture.md)
+    assert stats["yielded_partitions"] == (3 if feeder == "jvm" else 0)
     ids = range(3000)
     seen = node_results(tmp_path)
     assert sum(r["rows"] for r in seen.values()) == 3000
@@ -196,7 +198,7 @@ def test_train_from_dataframe_with_arrow(spark, tmp_path, feeder, clean_after):
 @pytest.mark.parametrize("feeder, source", [("python", "pipelined"), ("jvm", "pipelined"),
                                             ("jvm", "cached")])
 def test_dataframe_of_numbers_arrives_value_for_value(spark, tmp_path, feeder, source,
-                                                      clean_after):
+                                                      clean_after, monkeypatch):
     """Numbers, booleans and arrays of numbers (the JVM feeder writes these itself, with
     one copy per array) reach the nodes row for row, compared with values numpy computes
     from the ids; a null scalar, array or array element fails the feed naming its column.
@@ -204,8 +206,12 @@ def test_dataframe_of_numbers_arrives_value_for_value(spark, tmp_path, feeder, s
     partition, a column the feed does not read, its scalars compressed) from Spark's
     column buffers, each partition from its stored block by the block's id, but one that
     was never stored (a job over the other partitions filled the cache), which goes
-    through the cache's lineage."""
+    through the cache's lineage, with the feeding tasks not yielding to training
+    (SPARKTF_FEEDER_SCHED=normal)."""
     from pyspark.sql import functions as F
+
+    if source == "cached":
+        monkeypatch.setenv("SPARKTF_FEEDER_SCHED", "normal")
 
     sc = spark.sparkContext
     cluster = TFCluster.run(sc, feed_funs.dump_rows, {"out": str(tmp_path), "batch": 128}, 2,
@@ -261,6 +267,8 @@ def test_dataframe_of_numbers_arrives_value_for_value(spark, tmp_path, feeder, s
     assert stats["rows"] == 5000 and stats["feeder"] == feeder
     assert stats["cache_partitions"] == (4 if source == "cached" else 0)
     assert stats["cache_blocks"] == (3 if source == "cached" else 0)
+    yielding = (feeder, source) == ("jvm", "pipelined")
+    assert stats["yielded_partitions"] == (stats["partitions"] if yielding else 0)
     got = sorted((r for p in glob.glob(str(tmp_path / "rows-*.json")) for r in json.load(open(p))),
                  key=lambda r: r[0])
     ids = np.arange(5000)

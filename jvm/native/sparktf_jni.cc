@@ -162,6 +162,10 @@ JNIEXPORT jint JNICALL Java_io_sparktf_NativeFeed_feedIndex(JNIEnv*, jclass, jlo
   return Feed(handle)->feed_index();
 }
 
+JNIEXPORT jboolean JNICALL Java_io_sparktf_NativeFeed_yielded(JNIEnv*, jclass, jlong handle) {
+  return Feed(handle)->yielded();
+}
+
 JNIEXPORT void JNICALL Java_io_sparktf_NativeFeed_close(JNIEnv*, jclass, jlong handle) {
   delete Feed(handle);
 }

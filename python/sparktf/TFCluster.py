@@ -550,7 +550,10 @@ class TFCluster:
                 # partition i -> node i mod W
                 "placement": os.environ.get("SPARKTF_FEED_PLACEMENT", "local"),
                 # "tcp" forces every feeding task onto TCP (tests, debugging)
-                "transport": os.environ.get("SPARKTF_FEED_TRANSPORT", "auto")}
+                "transport": os.environ.get("SPARKTF_FEED_TRANSPORT", "auto"),
+                # "batch": the JVM feeder's threads yield to training (docs/architecture.md);
+                # "normal": they do not
+                "feeder_sched": os.environ.get("SPARKTF_FEEDER_SCHED", "batch")}
 
     def _run_feed_job(self, job, what: str):
         """Runs a feeding job; if it fails because a node failed, raises the
@@ -602,15 +605,19 @@ class TFCluster:
         fewest; a retried task's partition goes where it went. Returns once every row was
         delivered; the feed stays open for more calls until shutdown(). Returns {"rows",
         "skipped", "partitions", "local_partitions", "pickles_native", "pickles_python",
-        "cache_partitions", "cache_blocks", "placement": per epoch, the feed index of the node each
-        partition went to, "remote": per epoch, the partitions fed over TCP, "feeder":
+        "cache_partitions", "cache_blocks", "yielded_partitions", "placement": per epoch, the
+        feed index of the node each partition went to, "remote": per epoch, the partitions
+        fed over TCP, "feeder":
         "python" or "jvm"}: rows are skipped when a consumer stopped reading
         (terminate()); a cached RDD's stored pickles are read in C++ unless they hold
         values only Python reads (pickles_python); the JVM feeder reads a cached
         DataFrame of numbers, booleans and arrays of numbers straight from Spark's
         in-memory column buffers (cache_partitions counts those partitions;
         cache_blocks those read by their block's id, in tasks that carry none of the
-        cache's lineage; the rest had no stored block and the lineage made them). With
+        cache's lineage; the rest had no stored block and the lineage made them;
+        yielded_partitions those whose JVM feeding task ran at SCHED_BATCH, with its JVM's
+        JIT compilers, so as not to preempt training on shared cores:
+        SPARKTF_FEEDER_SCHED=normal turns that off). With
         restarts (TFCluster.run), a node's failure restarts the cluster, and train()
         carries on: the new generation is fed again from the first epoch a node had
         not taken in full (_feed_epoch). A streaming DataFrame is fed as it arrives
@@ -666,7 +673,7 @@ class TFCluster:
                 return lambda: source.mapPartitionsWithIndex(fn).collect()
         total = {"rows": 0, "skipped": 0, "partitions": 0, "local_partitions": 0,
                  "pickles_native": 0, "pickles_python": 0, "cache_partitions": 0,
-                 "cache_blocks": 0,
+                 "cache_blocks": 0, "yielded_partitions": 0,
                  "placement": [], "remote": [],
                  "feeder": feeder if is_df else "python"}
         with _ProgressLines(self, qname, int(num_epochs), self.progress_interval) as progress:
@@ -697,6 +704,7 @@ class TFCluster:
             total["pickles_python"] += sum(s[6] for s in stats if len(s) > 6)
             total["cache_partitions"] += sum(1 for s in stats if len(s) > 7 and s[7])
             total["cache_blocks"] += sum(1 for s in stats if len(s) > 8 and s[8])
+            total["yielded_partitions"] += sum(1 for s in stats if len(s) > 9 and s[9])
             logger.info("sparktf: fed epoch %d/%d: %d rows in %.1f s", epoch + 1, num_epochs,
                         rows, time.monotonic() - t0)
 

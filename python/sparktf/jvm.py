@@ -45,10 +45,12 @@ def check_available(sc) -> None:
 def feed(df, meta: dict) -> list[tuple]:
     """Runs the feeding job of `df` (a DataFrame, vectors already arrays) for `meta`
     (TFCluster._feed_meta, with "partitions"); one (partition, pushed, skipped, local,
-    node, 0, 0, cached, stored) per partition: the fields of feeding.feed_arrow_partition,
-    no pickles, then whether the rows were read straight from Spark's in-memory cache of
-    `df` (df.cache(); io.sparktf.CachedColumns) and whether from the block storing them
-    (a task without the cache's lineage; else the block was gone and the lineage made it)."""
+    node, 0, 0, cached, stored, yielded) per partition: the fields of
+    feeding.feed_arrow_partition, no pickles, then whether the rows were read straight from
+    Spark's in-memory cache of `df` (df.cache(); io.sparktf.CachedColumns), whether from
+    the block storing them (a task without the cache's lineage; else the block was gone and
+    the lineage made it), and whether the task's thread fed at SCHED_BATCH (meta's
+    feeder_sched, docs/architecture.md)."""
     spark = df.sparkSession
     conf = spark.conf
     max_rows = int(conf.get("spark.sql.execution.arrow.maxRecordsPerBatch", "10000"))
@@ -60,7 +62,8 @@ def feed(df, meta: dict) -> list[tuple]:
     lines = feeder.feed(df._jdf, json.dumps(meta), max_rows, time_zone)
     out = []
     for line in lines.splitlines():
-        partition, pushed, skipped, local, node, cached, stored = (int(v) for v in line.split())
+        partition, pushed, skipped, local, node, cached, stored, yielded = (
+            int(v) for v in line.split())
         out.append((partition, pushed, skipped, bool(local), node, 0, 0, bool(cached),
-                    bool(stored)))
+                    bool(stored), bool(yielded)))
     return out

@@ -84,6 +84,12 @@ Result<FeedJob> FeedJob::Parse(std::string_view text) {
     job.partitions = j.value("partitions", int64_t{0});
     job.modulo = j.value("placement", std::string("local")) == "modulo";
     job.force_tcp = j.value("transport", std::string("auto")) == "tcp";
+    const auto sched = j.value("feeder_sched", std::string("batch"));
+    if (sched != "batch" && sched != "normal") {
+      return Status::InvalidArgument("feed job: feeder_sched is \"batch\" or \"normal\", not \"" +
+                                     sched + "\"");
+    }
+    job.yield_to_training = sched == "batch";
     for (const auto& t : j.at("targets")) {
       job.targets.push_back({t.at("executor_id").get<int>(), t.at("host").get<std::string>(),
                              t.at("feed_port").get<int>(), t.at("feed_index").get<int>(),
@@ -168,8 +174,16 @@ Status PartitionSession::PushArrow(feed::ArrowFeeder& feeder, const ArrowSchema&
 
 Result<std::unique_ptr<ArrowPartitionFeed>> ArrowPartitionFeed::Open(const FeedJob& job,
                                                                      int64_t partition) {
+  std::optional<SchedYield::Guard> yield;
+  if (job.yield_to_training) yield.emplace(JvmFeedYield().Enter());
   ASSIGN_OR_RETURN(PartitionSession s, OpenPartitionSession(job, partition, false));
-  return std::unique_ptr<ArrowPartitionFeed>(new ArrowPartitionFeed(std::move(s)));
+  return std::unique_ptr<ArrowPartitionFeed>(
+      new ArrowPartitionFeed(std::move(s), std::move(yield)));
+}
+
+SchedYield& JvmFeedYield() {
+  static SchedYield yield({"C1 CompilerThre", "C2 CompilerThre", "JIT Compilation"});
+  return yield;
 }
 
 Result<uint64_t> ArrowPartitionFeed::Push(const ArrowSchema& schema, const ArrowArray& batch) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "sparktf/common/net.h"
+#include "sparktf/common/thread_sched.h"
 #include "sparktf/feed/arrow_feed.h"
 #include "sparktf/node/feed_service.h"
 
@@ -54,6 +55,9 @@ struct FeedJob {
   int64_t partitions = 0;   // 0: placement by modulo
   bool modulo = false;      // placement "modulo": partition i -> targets[i mod W]
   bool force_tcp = false;   // transport "tcp"
+  // feeder_sched "batch" (the default; "normal": off): a JVM feeding task's thread, and
+  // its JVM's JIT compilers while it feeds, at SCHED_BATCH (JvmFeedYield)
+  bool yield_to_training = true;
   static Result<FeedJob> Parse(std::string_view json);
 };
 
@@ -99,14 +103,23 @@ class ArrowPartitionFeed {
   bool stopped() const { return stopped_; }
   bool local() const { return s_.session && s_.session->local(); }
   int feed_index() const { return s_.target.feed_index; }
+  // Whether this task's thread runs at SCHED_BATCH while it feeds (FeedJob::yield_to_training).
+  bool yielded() const { return yield_ && yield_->yielded(); }
 
  private:
-  explicit ArrowPartitionFeed(PartitionSession s)
-      : s_(std::move(s)), stopped_(s_.session == nullptr) {}
+  ArrowPartitionFeed(PartitionSession s, std::optional<SchedYield::Guard> yield)
+      : yield_(std::move(yield)), s_(std::move(s)), stopped_(s_.session == nullptr) {}
 
+  std::optional<SchedYield::Guard> yield_;  // ends last: the session closes at SCHED_BATCH
   PartitionSession s_;
   bool stopped_;  // the node reads no more: skip the rest
   feed::ArrowFeeder feeder_;
 };
+
+// The JVM feeder's yield (FeedJob::yield_to_training): its background threads are
+// HotSpot's JIT compilers ("C1 CompilerThread0", ...) and OpenJ9's ("JIT Compilation
+// Thread-0"); one per process. A JVM feeding task makes its guard on its own thread, in
+// ArrowPartitionFeed::Open, and ends it there, when the feed is closed.
+SchedYield& JvmFeedYield();
 
 }  // namespace sparktf::node

@@ -48,6 +48,20 @@ TEST(FeedJobTest, ReadsTheDriversMetaAndNamesWhatIsMissing) {
   EXPECT_EQ(FeedJob::Parse("{").status().code(), StatusCode::kInvalidArgument);
 }
 
+TEST(FeedJobTest, FeederSchedIsBatchUnlessSaidNormal) {
+  auto j = Job(4711, "c1");
+  EXPECT_TRUE(FeedJob::Parse(j.dump())->yield_to_training);
+  j["feeder_sched"] = "normal";
+  EXPECT_FALSE(FeedJob::Parse(j.dump())->yield_to_training);
+  j["feeder_sched"] = "batch";
+  EXPECT_TRUE(FeedJob::Parse(j.dump())->yield_to_training);
+  j["feeder_sched"] = "idle";
+  auto bad = FeedJob::Parse(j.dump());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("not \"idle\""), std::string::npos)
+      << bad.status().message();
+}
+
 TEST(NodeFailureTest, AnUnreachableCoordinatorMeansTheClusterIsGone) {
   auto failure = NodeFailure({"127.0.0.1", 1}, "secret", 0, 300ms);
   ASSERT_TRUE(failure.has_value());
@@ -102,14 +116,21 @@ TEST_P(ArrowPartitionFeedTest, RowsReachTheNodeOfThePartitionOnce) {
   for (int i = 0; i < 1000; ++i) v[i] = 3 * i;
   Int64Batch batch(v);
   for (int attempt = 0; attempt < 2; ++attempt) {  // Spark retried the task: no duplicates
-    auto feed = ArrowPartitionFeed::Open(job_, 5);
-    ASSERT_TRUE(feed.ok()) << feed.status().ToString();
-    EXPECT_EQ((*feed)->local(), GetParam());
-    EXPECT_FALSE((*feed)->stopped());
-    auto pushed = (*feed)->Push(batch.schema, batch.array);
-    ASSERT_TRUE(pushed.ok()) << pushed.status().ToString();
-    EXPECT_EQ(*pushed, 1000u);
-    ASSERT_TRUE((*feed)->Finish().ok());
+    // the first attempt's thread yields to training while it feeds; the second does not
+    job_.yield_to_training = attempt == 0;
+    {
+      auto feed = ArrowPartitionFeed::Open(job_, 5);
+      ASSERT_TRUE(feed.ok()) << feed.status().ToString();
+      EXPECT_EQ((*feed)->local(), GetParam());
+      EXPECT_FALSE((*feed)->stopped());
+      EXPECT_EQ((*feed)->yielded(), attempt == 0);
+      EXPECT_EQ(*ThreadPolicy(0), attempt == 0 ? SchedPolicy::kBatch : SchedPolicy::kOther);
+      auto pushed = (*feed)->Push(batch.schema, batch.array);
+      ASSERT_TRUE(pushed.ok()) << pushed.status().ToString();
+      EXPECT_EQ(*pushed, 1000u);
+      ASSERT_TRUE((*feed)->Finish().ok());
+    }
+    EXPECT_EQ(*ThreadPolicy(0), SchedPolicy::kOther);  // the feed gave the thread back
   }
   ASSERT_TRUE(CloseFeed({cluster_id_, 0, {"127.0.0.1", server_->port()}, false}, "secret",
                         "input", 5s).ok());

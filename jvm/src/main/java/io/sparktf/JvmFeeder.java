@@ -42,9 +42,10 @@ public final class JvmFeeder {
   /**
    * Feeds every partition of `dataset` (a DataFrame, as PySpark's df._jdf) to the nodes of
    * `jobJson` (TFCluster._feed_meta as JSON). Returns one line per partition:
-   * "partition pushed skipped local node cached stored" (local 1 or 0, node its feed index,
-   * cached 1 when the rows were read from Spark's in-memory cache by CachedColumns, stored
-   * 1 when from the block that stores them, 0 when through the cache's lineage).
+   * "partition pushed skipped local node cached stored yielded" (local 1 or 0, node its feed
+   * index, cached 1 when the rows were read from Spark's in-memory cache by CachedColumns,
+   * stored 1 when from the block that stores them, 0 when through the cache's lineage,
+   * yielded 1 when the task's thread fed at SCHED_BATCH, NativeFeed.yielded).
    */
   @SuppressWarnings("unchecked")
   public static String feed(Object dataset, String jobJson, int maxRows, String timeZone)
@@ -154,7 +155,8 @@ public final class JvmFeeder {
   /**
    * One partition's feed: rows written into a batch, pushed to the partition's node at
    * maxRows rows or TARGET_BYTES; once a consumer stopped reading, rows are counted as
-   * skipped instead. Not thread-safe.
+   * skipped instead. Not thread-safe; opened and closed on the task's thread, whose
+   * scheduling policy the feed sets while it lives (NativeFeed.yielded).
    */
   static final class PartitionFeed implements AutoCloseable {
     final BatchWriter batch;
@@ -209,7 +211,8 @@ public final class JvmFeeder {
       if (batch.rows() > 0 && !stopped) push();
       NativeFeed.finish(handle);
       return partition + " " + pushed + " " + skipped + " " + (NativeFeed.local(handle) ? 1 : 0)
-          + " " + NativeFeed.feedIndex(handle) + " " + (cached ? 1 : 0) + " " + (stored ? 1 : 0);
+          + " " + NativeFeed.feedIndex(handle) + " " + (cached ? 1 : 0) + " " + (stored ? 1 : 0)
+          + " " + (NativeFeed.yielded(handle) ? 1 : 0);
     }
 
     private void push() {

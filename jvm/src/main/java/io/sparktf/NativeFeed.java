@@ -34,6 +34,12 @@ final class NativeFeed {
 
   static native int feedIndex(long handle);
 
+  /**
+   * This task's thread runs at SCHED_BATCH while it feeds, and so do the JVM's JIT
+   * compilers while any task feeds (the job's feeder_sched, sparktf/node/feed_task.h).
+   */
+  static native boolean yielded(long handle);
+
   static native void close(long handle);
 
   private static boolean loaded = false;
