@@ -75,7 +75,7 @@ def test_the_feeders_jar_carries_a_jni_library_exporting_only_its_entry_points(t
                          text=True, check=True).stdout
     symbols = sorted(line.split()[-1] for line in out.splitlines() if line.strip())
     assert symbols == sorted(f"Java_io_sparktf_NativeFeed_{m}" for m in (
-        "open", "push", "finish", "stopped", "local", "feedIndex", "close"))
+        "open", "push", "finish", "stopped", "local", "feedIndex", "yielded", "close"))
 
 
 def test_the_feed_op_library_exports_nothing_and_needs_only_tensorflows_c_api():
